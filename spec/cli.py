@@ -1,0 +1,100 @@
+"""`python -m spec`: one generation from the command line, or a sub-command (bench, train, race)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import platform
+import sys
+
+SUBCOMMANDS = {"bench": "spec.bench", "train": "spec.train", "race": "spec.race", "prompts": "spec.prompts"}
+EXAMPLE = "Write a Python function that checks whether a string is a palindrome."
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m spec", description=__doc__,
+                                 epilog=f"sub-commands: {', '.join(SUBCOMMANDS)} (python -m spec bench --help)")
+    ap.add_argument("--mode", choices=["dspark", "dflash", "baseline"], default="dflash")
+    ap.add_argument("--family", default="pocket", help="preset: pocket (offline), qwen3, gemma4")
+    ap.add_argument("--model", help="target: hub id or folder (overrides the preset's)")
+    ap.add_argument("--drafter", help="head: hub id or folder (overrides the preset's)")
+    ap.add_argument("--max-draft", type=int, default=0,
+                    help="drafts verified per round (dflash: 0 = full block; dspark: 0 = block_size)")
+    ap.add_argument("--confidence-threshold", type=float, default=0.0, help="DSpark: cut drafts below it (0 = off)")
+    ap.add_argument("--drafter-bits", type=int, choices=[0, 4, 8], default=None,
+                    help="quantize the head on load (default: 4 on an Apple GPU, 0 on CPU)")
+    ap.add_argument("--temperature", type=float, default=0.0)
+    ap.add_argument("--top-p", type=float, default=1.0)
+    ap.add_argument("--top-k", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--prompt", default=EXAMPLE)
+    ap.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
+    ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
+    return ap
+
+
+def device_line() -> str:
+    import mlx.core as mx
+
+    from .cpu import blas_info
+
+    dev = "GPU (Metal)" if mx.default_device() == mx.gpu else f"CPU ({platform.machine()})"
+    return f"device {dev}, BLAS {blas_info()}, mlx {mx.__version__}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from .dflash import load_dflash
+    from .dspark import load_dspark
+    from .engine import Engine
+    from .presets import get_preset, resolve
+    from .target import load_target
+    from .verify import Sampling
+
+    preset = get_preset(args.family) if not (args.model and (args.drafter or args.mode == "baseline")) else None
+    target_ref = args.model or resolve(preset.target, "target")
+    target = load_target(target_ref)
+    drafter = None
+    if args.mode != "baseline":
+        head_ref = args.drafter or resolve(getattr(preset, args.mode), args.mode)
+        loader = load_dflash if args.mode == "dflash" else load_dspark
+        drafter = loader(head_ref, target, drafter_bits=args.drafter_bits)
+    engine = Engine(target, drafter, max_draft=args.max_draft, confidence_threshold=args.confidence_threshold,
+                    sampling=Sampling(args.temperature, args.top_p, args.top_k, args.seed))
+    prompt = list(target.tokenizer.encode(args.prompt)) if args.no_chat else args.prompt
+    gen = engine.start(prompt, args.max_new_tokens)
+    if not args.json:
+        print(f"# {engine.name} | target {target_ref} | head {head_ref if drafter else '-'} | {device_line()}",
+              file=sys.stderr)
+    for r in gen:
+        if not args.json:
+            print(r.text, end="", flush=True)
+    res = gen.result
+    if args.json:
+        out = res.summary()
+        out.pop("engine")
+        print(json.dumps(out))
+    else:
+        print(f"\n# accept {res.mean_accept:.2f} | {res.decode_tokens_per_sec:.1f} tok/s decode, "
+              f"{res.tokens_per_sec:.1f} tok/s end-to-end | {len(res.token_ids)} tokens in {res.rounds} rounds | "
+              f"{res.finish_reason}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .target import SpecError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        from .cpu import ensure_fast_blas
+
+        ensure_fast_blas()
+        if argv and argv[0] in SUBCOMMANDS:
+            return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
+        return run(parser().parse_args(argv))
+    except SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,310 @@
+"""The block-drafter backbone shared by DFlash and DSpark ("KV injection").
+
+The target's tapped hidden states are fused (fc + hidden_norm) into context rows. Every layer's
+queries come from the block rows only; its keys/values are [context ; block], projected with the
+same weights, and the block attends to all of it with no mask. Context K/V are roped at their
+absolute positions and cached; the cache only grows (block K/V are recomputed each round).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import mlx.core as mx
+import mlx.nn as nn
+from mlx.utils import tree_flatten
+from mlx_lm.models.activations import swiglu
+from mlx_lm.models.cache import KVCache
+from mlx_lm.models.rope_utils import initialize_rope
+
+from .target import SpecError, Target, read_config, resolve_path
+
+
+def default_taps(num_target_layers: int, n: int = 5) -> list[int]:
+    """Taps spread evenly from layer 1 to L-3 (36 layers, 5 taps -> [1, 9, 17, 25, 33])."""
+    lo, hi = 1, max(1, num_target_layers - 3)
+    if n == 1:
+        return [lo]
+    return sorted({round(lo + i * (hi - lo) / (n - 1)) for i in range(n)})
+
+
+@dataclass
+class BackboneConfig:
+    """Qwen3-style keys of a head's config.json, plus what ties it to its target."""
+
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    intermediate_size: int
+    vocab_size: int
+    block_size: int
+    target_layer_ids: tuple[int, ...]
+    num_target_layers: int
+    mask_token_id: int
+    head_dim: int | None = None
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 1_000_000.0
+    rope_scaling: dict | None = None
+    max_position_embeddings: int = 40960
+    layer_types: list[str] | None = None
+    sliding_window: int | None = None
+    model_type: str = "qwen3"
+    raw: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.head_dim = self.head_dim or self.hidden_size // self.num_attention_heads
+        self.target_layer_ids = tuple(int(i) for i in self.target_layer_ids)
+
+    @classmethod
+    def from_dict(cls, cfg: dict, **overrides: Any) -> "BackboneConfig":
+        """Read a published config: rope_theta may sit in rope_parameters; block_size and taps may
+        sit in dflash_config (newer DFlash heads) or at top level (older heads, DSpark)."""
+        merged = dict(cfg)
+        nested = cfg.get("dflash_config") or {}
+        for key in ("block_size", "mask_token_id", "target_layer_ids"):
+            if key not in merged and key in nested:
+                merged[key] = nested[key]
+        rope = cfg.get("rope_parameters") or {}
+        if "rope_theta" not in merged and "rope_theta" in rope:
+            merged["rope_theta"] = rope["rope_theta"]
+        if merged.get("rope_scaling") is None and rope.get("rope_type", "default") != "default":
+            merged["rope_scaling"] = rope
+        if "target_layer_ids" not in merged and "num_target_layers" in merged:
+            merged["target_layer_ids"] = default_taps(int(merged["num_target_layers"]))
+        merged.update(overrides)
+        names = {f.name for f in fields(cls)} - {"raw"}
+        missing = [n for n in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                               "vocab_size", "block_size", "num_target_layers", "mask_token_id") if n not in merged]
+        if missing:
+            raise SpecError(f"head config lacks {', '.join(missing)}")
+        merged.setdefault("num_key_value_heads", merged["num_attention_heads"])
+        return cls(**{k: v for k, v in merged.items() if k in names}, raw=cfg)
+
+    def to_dict(self) -> dict:
+        out = dict(self.raw)
+        for f in fields(self):
+            if f.name != "raw":
+                v = getattr(self, f.name)
+                out[f.name] = list(v) if isinstance(v, tuple) else v
+        return out
+
+
+class DraftAttention(nn.Module):
+    """GQA attention whose keys/values are [context ; block]; q_norm / k_norm per head."""
+
+    def __init__(self, cfg: BackboneConfig):
+        super().__init__()
+        d, hd = cfg.hidden_size, cfg.head_dim
+        self.n_heads, self.n_kv_heads, self.scale = cfg.num_attention_heads, cfg.num_key_value_heads, hd**-0.5
+        self.q_proj = nn.Linear(d, self.n_heads * hd, bias=False)
+        self.k_proj = nn.Linear(d, self.n_kv_heads * hd, bias=False)
+        self.v_proj = nn.Linear(d, self.n_kv_heads * hd, bias=False)
+        self.o_proj = nn.Linear(self.n_heads * hd, d, bias=False)
+        self.q_norm = nn.RMSNorm(hd, eps=cfg.rms_norm_eps)
+        self.k_norm = nn.RMSNorm(hd, eps=cfg.rms_norm_eps)
+
+    def _heads(self, x: mx.array, n: int) -> mx.array:
+        B, L, _ = x.shape
+        return x.reshape(B, L, n, -1).transpose(0, 2, 1, 3)
+
+    def keys_values(self, x: mx.array, rope: nn.Module, offset: int | mx.array) -> tuple[mx.array, mx.array]:
+        """Roped K (k_norm'd) and V of rows starting at position `offset` (scalar or one per batch row)."""
+        k = rope(self.k_norm(self._heads(self.k_proj(x), self.n_kv_heads)), offset=offset)
+        return k, self._heads(self.v_proj(x), self.n_kv_heads)
+
+    def __call__(self, x: mx.array, ctx_k: mx.array, ctx_v: mx.array, rope: nn.Module,
+                 offset: int | mx.array, mask: mx.array | None = None) -> mx.array:
+        B, L, _ = x.shape
+        q = rope(self.q_norm(self._heads(self.q_proj(x), self.n_heads)), offset=offset)
+        k, v = self.keys_values(x, rope, offset)
+        k = mx.concatenate([ctx_k, k], axis=2)
+        v = mx.concatenate([ctx_v, v], axis=2)
+        out = mx.fast.scaled_dot_product_attention(q, k, v, scale=self.scale, mask=mask)
+        return self.o_proj(out.transpose(0, 2, 1, 3).reshape(B, L, -1))
+
+
+class DraftMLP(nn.Module):
+    def __init__(self, d: int, hidden: int):
+        super().__init__()
+        self.gate_proj = nn.Linear(d, hidden, bias=False)
+        self.up_proj = nn.Linear(d, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, d, bias=False)
+
+    def __call__(self, x: mx.array) -> mx.array:
+        return self.down_proj(swiglu(self.gate_proj(x), self.up_proj(x)))
+
+
+class DraftLayer(nn.Module):
+    def __init__(self, cfg: BackboneConfig):
+        super().__init__()
+        self.self_attn = DraftAttention(cfg)
+        self.mlp = DraftMLP(cfg.hidden_size, cfg.intermediate_size)
+        self.input_layernorm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.post_attention_layernorm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+
+    def __call__(self, x, ctx_k, ctx_v, rope, offset, mask=None):
+        h = x + self.self_attn(self.input_layernorm(x), ctx_k, ctx_v, rope, offset, mask)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class Backbone(nn.Module):
+    """fc + hidden_norm fusion of the taps, the draft layers, the final norm."""
+
+    def __init__(self, cfg: BackboneConfig):
+        super().__init__()
+        if any(t == "sliding_attention" for t in (cfg.layer_types or [])):
+            raise SpecError("heads with sliding_attention layers are not supported yet")
+        self.config = cfg
+        self.fc = nn.Linear(len(cfg.target_layer_ids) * cfg.hidden_size, cfg.hidden_size, bias=False)
+        self.hidden_norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.layers = [DraftLayer(cfg) for _ in range(cfg.num_hidden_layers)]
+        self.norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.rope = initialize_rope(cfg.head_dim, cfg.rope_theta, False, cfg.rope_scaling,
+                                    cfg.max_position_embeddings)
+
+    def fuse(self, taps: mx.array) -> mx.array:
+        return self.hidden_norm(self.fc(taps))
+
+    def make_cache(self) -> list[KVCache]:
+        return [KVCache() for _ in self.layers]
+
+    def run_block(self, block: mx.array, new_taps: mx.array | None, cache: list[KVCache]) -> mx.array:
+        """One drafting pass: append new context rows to the cache, then run the block after them.
+
+        block: embedded block rows [B, S, H]; new_taps: target taps of the committed tokens not yet in
+        the cache [B, C, n*H]. Returns final-normed block hidden states [B, S, H].
+        """
+        start = cache[0].offset
+        ctx = self.fuse(new_taps) if new_taps is not None and new_taps.shape[1] else None
+        pos = start + (ctx.shape[1] if ctx is not None else 0)
+        h = block
+        for layer, c in zip(self.layers, cache):
+            if ctx is not None:
+                ctx_k, ctx_v = c.update_and_fetch(*layer.self_attn.keys_values(ctx, self.rope, start))
+            else:
+                ctx_k, ctx_v = c.state if c.keys is not None else (None, None)
+            if ctx_k is None:  # no context yet (never in the engine: the prompt is non-empty)
+                B, nkv, hd = h.shape[0], layer.self_attn.n_kv_heads, self.config.head_dim
+                ctx_k = ctx_v = mx.zeros((B, nkv, 0, hd), dtype=h.dtype)
+            h = layer(h, ctx_k, ctx_v, self.rope, pos)
+        return self.norm(h)
+
+    def block_hidden(self, cache: list[KVCache], new_taps: mx.array | None, anchor: int) -> mx.array:
+        """Final-normed hidden rows [block_size, H] of the block [anchor, mask, ...] after the context."""
+        ids = mx.array([[anchor] + [self.config.mask_token_id] * (self.config.block_size - 1)])
+        return self.run_block(self.embed(ids), new_taps, cache)[0]
+
+    def train_blocks(self, block: mx.array, ctx: mx.array, anchors: mx.array, mask: mx.array) -> mx.array:
+        """Teacher-forced pass over many blocks sharing one sequence's context (training).
+
+        block: [N, S, H] embedded blocks; ctx: fused context [1, T, H] (all positions);
+        anchors: [N] position of each block's anchor; mask: additive or boolean [N, 1, S, T+S].
+        """
+        N = block.shape[0]
+        h = block
+        for layer in self.layers:
+            k, v = layer.self_attn.keys_values(ctx, self.rope, 0)
+            k = mx.broadcast_to(k, (N,) + k.shape[1:])
+            v = mx.broadcast_to(v, (N,) + v.shape[1:])
+            h = layer(h, k, v, self.rope, anchors, mask)
+        return self.norm(h)
+
+
+def training_mask(anchors: mx.array, ctx_len: int, block_size: int) -> mx.array:
+    """Boolean [N, 1, S, T+S]: block j sees context rows before its anchor and all of its own rows."""
+    ctx = mx.arange(ctx_len)[None, :] < anchors[:, None]  # [N, T]
+    ctx = mx.broadcast_to(ctx[:, None, None, :], (anchors.shape[0], 1, block_size, ctx_len))
+    own = mx.ones((anchors.shape[0], 1, block_size, block_size), dtype=mx.bool_)
+    return mx.concatenate([ctx, own], axis=-1)
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+def load_head_folder(path_or_repo: str) -> tuple[Path, dict, dict[str, mx.array]]:
+    """config.json + every *.safetensors of a head (hub id or folder); safetensors only, no code."""
+    folder = resolve_path(path_or_repo, allow_patterns=("*.json", "*.safetensors"))
+    cfg = read_config(folder)
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise SpecError(f"{folder} has no .safetensors weights")
+    weights: dict[str, mx.array] = {}
+    for f in files:
+        weights.update(mx.load(str(f)))
+    return folder, cfg, weights
+
+
+def load_strict(module: nn.Module, weights: dict[str, mx.array], who: str, dtype: mx.Dtype | None = None) -> None:
+    """Load weights by exact name and shape: any missing, extra or misshapen tensor is an error."""
+    expected = dict(tree_flatten(module.parameters()))
+    missing = sorted(set(expected) - set(weights))
+    extra = sorted(set(weights) - set(expected))
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {len(missing)} tensor(s): {', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}")
+        if extra:
+            parts.append(f"unexpected {len(extra)} tensor(s): {', '.join(extra[:4])}{' ...' if len(extra) > 4 else ''}")
+        raise SpecError(f"{who}: checkpoint does not match the format: " + "; ".join(parts))
+    bad = [f"{k} {tuple(weights[k].shape)} != {tuple(v.shape)}" for k, v in expected.items()
+           if tuple(weights[k].shape) != tuple(v.shape)]
+    if bad:
+        raise SpecError(f"{who}: tensor shapes do not match its config: {'; '.join(bad[:3])}")
+    if dtype is not None:
+        weights = {k: v.astype(dtype) for k, v in weights.items()}
+    module.load_weights(list(weights.items()))
+    mx.eval(module.parameters())
+
+
+def check_against_target(cfg: BackboneConfig, target: Target, who: str) -> None:
+    """Refuse a head that was not made for this target, before any generation."""
+    if cfg.hidden_size != target.hidden_size:
+        raise SpecError(f"{who} has hidden size {cfg.hidden_size}, the target has {target.hidden_size}")
+    if cfg.vocab_size != target.vocab_size:
+        raise SpecError(f"{who} has vocabulary {cfg.vocab_size}, the target has {target.vocab_size}")
+    if cfg.num_target_layers != target.num_layers:
+        raise SpecError(f"{who} was made for a {cfg.num_target_layers}-layer target; this target has "
+                        f"{target.num_layers} layers")
+    target.check_taps(cfg.target_layer_ids, who)
+    if not 0 <= cfg.mask_token_id < target.vocab_size:
+        raise SpecError(f"{who} mask_token_id {cfg.mask_token_id} is outside the vocabulary")
+
+
+def compute_dtype(weights: dict[str, mx.array]) -> mx.Dtype | None:
+    """Half-precision heads run in f32 on the CPU, where bf16/f16 matmuls are several times slower."""
+    if mx.default_device() == mx.cpu and any(v.dtype in (mx.bfloat16, mx.float16) for v in weights.values()):
+        return mx.float32
+    return None
+
+
+def default_drafter_bits() -> int:
+    """4-bit drafters on an Apple GPU (memory-bound), none on the CPU (quantized matmul is slow there)."""
+    return 4 if mx.default_device() == mx.gpu and mx.metal.is_available() else 0
+
+
+def maybe_quantize(module: nn.Module, bits: int | None) -> None:
+    bits = default_drafter_bits() if bits is None else bits
+    if bits not in (0, 4, 8):
+        raise SpecError(f"--drafter-bits must be 0, 4 or 8, not {bits}")
+    if bits:
+        nn.quantize(module, group_size=64, bits=bits,
+                    class_predicate=lambda _, m: hasattr(m, "to_quantized") and m.weight.shape[-1] % 64 == 0)
+
+
+def save_head(folder: str | Path, config: dict, weights: dict[str, mx.array]) -> Path:
+    """Write a head in the published layout: config.json + model.safetensors."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    mx.save_safetensors(str(folder / "model.safetensors"), weights, metadata={"format": "mlx"})
+    (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    return folder
+
+
+def block_embed_ids(anchor: mx.array, block_size: int, mask_token_id: int) -> mx.array:
+    """[anchor, mask, mask, ...] ids for one block per anchor: anchors [N] -> [N, block_size]."""
+    masks = mx.full((anchor.shape[0], block_size - 1), mask_token_id, dtype=anchor.dtype)
+    return mx.concatenate([anchor[:, None], masks], axis=1)
+

@@ -1,0 +1,261 @@
+"""The ONE speculative loop, generic over a drafter, and the greedy baseline as its k = 0 case.
+
+A round: the drafter proposes up to k tokens after the anchor (the newest committed token), the target
+verifies [anchor + drafts] in one forward, the acceptance rule commits n drafts + one token of the
+target's own, the target cache is trimmed by the rejected rows, and the drafter gets the target's
+tapped hidden rows of what was committed. One host sync per round.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Protocol, Sequence
+
+import mlx.core as mx
+
+from .target import SpecError, Target
+from .verify import Sampling, accept
+
+
+class Drafter(Protocol):
+    """What the loop needs from a drafter (DFlashDraftModel and DSparkDraftModel provide it)."""
+
+    kind: str
+    config: object
+    max_drafts: int
+
+    def make_cache(self) -> list: ...
+
+    def propose(self, cache: list, new_taps: mx.array | None, anchor: int, k: int, sampling: Sampling,
+                key: mx.array | None, threshold: float = 0.0) -> tuple[mx.array, mx.array | None]: ...
+
+
+@dataclass
+class Round:
+    """What one round committed. tokens[:accepted] were drafts; the rest is the target's own."""
+
+    engine: str
+    index: int  # 0 = the prefill's first token
+    tokens: list[int]
+    accepted: int
+    drafted: int
+    text: str  # new text (may hold back a partial UTF-8 character until the next round)
+    seconds: float  # busy time of this round, measured after the sync
+    done: bool = False
+
+
+@dataclass
+class GenResult:
+    text: str
+    token_ids: list[int]
+    accept_lengths: list[int]  # committed tokens per verify round (drafts accepted + 1)
+    drafted: list[int]  # drafts verified per round
+    target_forwards: int  # prefill included
+    prompt_tokens: int
+    prefill_seconds: float
+    decode_seconds: float
+    finish_reason: str  # "eos" | "length" | "context" | "stopped"
+    engine: str = ""
+
+    @property
+    def rounds(self) -> int:
+        return len(self.accept_lengths)
+
+    @property
+    def mean_accept(self) -> float:
+        return sum(self.accept_lengths) / max(1, self.rounds)
+
+    @property
+    def tokens_per_sec(self) -> float:
+        """End to end, prefill included."""
+        return len(self.token_ids) / max(1e-9, self.prefill_seconds + self.decode_seconds)
+
+    @property
+    def decode_tokens_per_sec(self) -> float:
+        """Tokens after the first one, over the decode time only."""
+        return (len(self.token_ids) - 1) / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+    def summary(self) -> dict:
+        return {
+            "engine": self.engine, "text": self.text, "token_ids": self.token_ids,
+            "accept_lengths": self.accept_lengths, "rounds": self.rounds,
+            "mean_accept": round(self.mean_accept, 3), "tokens": len(self.token_ids),
+            "tokens_per_sec": round(self.tokens_per_sec, 2),
+            "decode_tokens_per_sec": round(self.decode_tokens_per_sec, 2),
+            "prefill_seconds": round(self.prefill_seconds, 4), "decode_seconds": round(self.decode_seconds, 4),
+            "target_forwards": self.target_forwards, "finish_reason": self.finish_reason,
+        }
+
+
+class Engine:
+    """A target + optional drafter + settings. Stateless between generations: each has its own caches."""
+
+    def __init__(self, target: Target, drafter: Drafter | None = None, *, max_draft: int = 0,
+                 sampling: Sampling = Sampling(), confidence_threshold: float = 0.0, name: str | None = None):
+        self.target, self.drafter, self.sampling = target, drafter, sampling
+        if drafter is not None:
+            cap = drafter.max_drafts if not max_draft else max_draft
+            if not 1 <= cap <= drafter.max_drafts:
+                raise SpecError(f"max draft {max_draft} is outside 1..{drafter.max_drafts} for this {drafter.kind} head")
+            self.max_draft = cap
+        else:
+            self.max_draft = 0
+        if not 0 <= confidence_threshold < 1:
+            raise SpecError("confidence threshold must be in [0, 1)")
+        self.confidence_threshold = confidence_threshold
+        self.name = name or (drafter.kind if drafter is not None else "greedy")
+        self.taps: tuple[int, ...] = tuple(drafter.config.target_layer_ids) if drafter is not None else ()
+
+    def start(self, prompt: str | Sequence[int], max_new_tokens: int = 256) -> "Generation":
+        ids = self.target.encode_chat(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+        return Generation(self, ids, max_new_tokens)
+
+    def generate(self, prompt: str | Sequence[int], max_new_tokens: int = 256,
+                 on_round: Callable[[Round], None] | None = None, stop: threading.Event | None = None) -> GenResult:
+        gen = self.start(prompt, max_new_tokens)
+        for r in gen:
+            if on_round:
+                on_round(r)
+            if stop is not None and stop.is_set():
+                gen.stop()
+        return gen.result
+
+
+@dataclass
+class Generation:
+    """One generation in progress. Iterate (or call step()) for Round events; .result when done."""
+
+    engine: Engine
+    prompt_ids: list[int]
+    max_new_tokens: int
+    ids: list[int] = field(default_factory=list)
+    done: bool = False
+
+    def __post_init__(self) -> None:
+        t = self.engine.target
+        if not self.prompt_ids:
+            raise SpecError("the prompt is empty")
+        if self.max_new_tokens <= 0:
+            raise SpecError("max new tokens must be > 0")
+        if len(self.prompt_ids) >= t.max_context:
+            raise SpecError(f"the prompt has {len(self.prompt_ids)} tokens; the target's context is {t.max_context}")
+        if max(self.prompt_ids) >= t.vocab_size or min(self.prompt_ids) < 0:
+            raise SpecError("prompt token ids are outside the target's vocabulary")
+        self.cache = t.make_cache()
+        d = self.engine.drafter
+        self.draft_cache = d.make_cache() if d is not None else None
+        self.pending: mx.array | None = None  # target taps of committed tokens the drafter has not seen
+        self.key = mx.random.key(self.engine.sampling.seed)
+        self.accept_lengths: list[int] = []
+        self.drafted: list[int] = []
+        self.forwards = 0
+        self.prefill_seconds = self.decode_seconds = 0.0
+        self.finish_reason = ""
+        self._text = ""
+
+    def __iter__(self) -> Iterator[Round]:
+        while (r := self.step()) is not None:
+            yield r
+
+    def stop(self) -> None:
+        if not self.done:
+            self.done, self.finish_reason = True, "stopped"
+
+    @property
+    def result(self) -> GenResult:
+        return GenResult(
+            text=self._text, token_ids=list(self.ids), accept_lengths=list(self.accept_lengths),
+            drafted=list(self.drafted), target_forwards=self.forwards, prompt_tokens=len(self.prompt_ids),
+            prefill_seconds=self.prefill_seconds, decode_seconds=self.decode_seconds,
+            finish_reason=self.finish_reason or "running", engine=self.engine.name)
+
+    def _keys(self) -> tuple[mx.array | None, mx.array | None]:
+        if self.engine.sampling.greedy:
+            return None, None
+        self.key, a, b = mx.random.split(self.key, 3)
+        return a, b
+
+    def _taps_to_keep(self, taps: mx.array | None, rows: int) -> None:
+        if taps is None:
+            return
+        kept = taps[:, :rows]
+        self.pending = kept if self.pending is None else mx.concatenate([self.pending, kept], axis=1)
+
+    def step(self) -> Round | None:
+        if self.done:
+            return None
+        eng, t = self.engine, self.engine.target
+        k_draft, k_verify = self._keys()
+        tic = time.perf_counter()
+        if not self.ids:  # prefill: the whole prompt, then the first token from its last row
+            logits, taps = t(mx.array([self.prompt_ids]), self.cache, eng.taps, last_only=True)
+            n, committed = accept(mx.array([], dtype=mx.uint32), None, logits[0], eng.sampling, k_verify)
+            mx.eval(committed, taps) if taps is not None else mx.eval(committed)
+            tokens, accepted, drafted = [int(committed[0].item())], 0, 0
+            self._taps_to_keep(taps, len(self.prompt_ids))
+        else:
+            anchor = self.ids[-1]
+            pos = len(self.prompt_ids) + len(self.ids)  # position after the anchor
+            room = min(self.max_new_tokens - len(self.ids), t.max_context - pos + 1)
+            k = min(eng.max_draft, room - 1)
+            draft, q = mx.array([], dtype=mx.uint32), None
+            if k > 0:
+                draft, q = eng.drafter.propose(self.draft_cache, self.pending, anchor, k, eng.sampling, k_draft,
+                                               eng.confidence_threshold)
+                self.pending = None
+            logits, taps = t(mx.concatenate([mx.array([anchor], dtype=draft.dtype), draft])[None], self.cache, eng.taps)
+            n, committed = accept(draft, q, logits[0], eng.sampling, k_verify)
+            mx.eval(n, committed, *([taps] if taps is not None else []))
+            drafted = draft.shape[0]
+            accepted = int(n.item())
+            tokens = committed[: accepted + 1].tolist()
+            t.trim(self.cache, drafted - accepted)
+            self._taps_to_keep(taps, accepted + 1)
+            self.accept_lengths.append(accepted + 1)
+            self.drafted.append(drafted)
+        seconds = time.perf_counter() - tic
+        self.forwards += 1
+        if len(self.ids) == 0:
+            self.prefill_seconds = seconds
+        else:
+            self.decode_seconds += seconds
+        return self._commit(tokens, accepted, drafted, seconds)
+
+    def _commit(self, tokens: list[int], accepted: int, drafted: int, seconds: float) -> Round:
+        t = self.engine.target
+        for i, tok in enumerate(tokens):
+            if tok in t.eos_ids:
+                tokens, self.finish_reason = tokens[: i + 1], "eos"
+                break
+        index = len(self.accept_lengths)
+        self.ids.extend(tokens)
+        if not self.finish_reason:
+            if len(self.ids) >= self.max_new_tokens:
+                self.finish_reason = "length"
+            elif len(self.prompt_ids) + len(self.ids) >= t.max_context:
+                self.finish_reason = "context"
+        self.done = bool(self.finish_reason)
+        new_text = self._new_text()
+        return Round(self.engine.name, index, tokens, min(accepted, len(tokens)), drafted, new_text, seconds, self.done)
+
+    def _new_text(self) -> str:
+        """Decode everything and emit the difference; hold back a trailing partial character."""
+        t = self.engine.target
+        shown = [i for i in self.ids if i not in t.eos_ids]
+        text = t.decode(shown)
+        if text.endswith("\ufffd") and not self.done:
+            text = text[:-1]
+        if not text.startswith(self._text):  # a re-tokenised boundary: resend from the common prefix
+            common = 0
+            while common < min(len(text), len(self._text)) and text[common] == self._text[common]:
+                common += 1
+            self._text = self._text[:common]
+        new = text[len(self._text):]
+        self._text = text
+        return new
+
+
+def greedy_engine(target: Target, sampling: Sampling = Sampling()) -> Engine:
+    return Engine(target, None, sampling=sampling, name="greedy")

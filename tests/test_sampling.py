@@ -1,0 +1,103 @@
+"""At T > 0 speculative decoding must be an exact sample from the target (chi-square tests)."""
+
+import mlx.core as mx
+import numpy as np
+import pytest
+from scipy.stats import chisquare
+
+from spec import verify
+from spec.dspark import load_dspark
+from spec.engine import Engine
+from spec.verify import Sampling, accept_sampled, log_probs
+
+P_LOGITS = mx.array([[2.0, 1.0, 0.0, -1.0, 0.5, 1.5], [0.0, 1.0, 2.0, 0.3, -1.0, 1.0], [1.0, 1.0, 1.0, 1.0, 1.0, 0.0]])
+Q_LOGITS = mx.array([[1.0, 2.0, 0.0, 0.0, 0.5, 1.0], [1.0, 0.0, 2.0, 0.3, 0.0, 1.0]])
+
+
+def wrong_rule(draft, q_logprobs, target_logits, s, key):
+    """Accept by the ratio test but resample from p instead of the residual: biased."""
+    k = draft.shape[0]
+    p = mx.exp(log_probs(target_logits, s))
+    a, b = mx.random.split(key)
+    if k == 0:
+        return mx.array(0), mx.random.categorical(mx.log(p), key=b)
+    q = mx.exp(q_logprobs)
+    ok = (mx.random.uniform(shape=(k,), key=a) * q[mx.arange(k), draft] < p[mx.arange(k), draft]).astype(mx.int32)
+    n = mx.cumprod(ok).sum()
+    fix = mx.random.categorical(mx.log(p[n]), key=b)
+    return n, mx.where(mx.arange(k + 1) < n, mx.concatenate([draft, fix[None]]), fix)
+
+
+def expected_counts(p: np.ndarray, total: int) -> np.ndarray:
+    p = p.astype(np.float64)
+    return p / p.sum() * total
+
+
+def first_token_counts(rule, s: Sampling, n_samples: int = 40000) -> np.ndarray:
+    """Counts of the first committed token over many independent rounds (vectorised with vmap)."""
+    q_lp = log_probs(Q_LOGITS, s)
+
+    def one(key):
+        a, b = mx.random.split(key)
+        draft = mx.random.categorical(q_lp, key=a)  # drafts are samples from q
+        return rule(draft, q_lp, P_LOGITS, s, b)[1][0]
+
+    firsts = mx.vmap(one)(mx.random.split(mx.random.key(s.seed), n_samples))
+    return np.bincount(np.array(firsts), minlength=P_LOGITS.shape[1])
+
+
+@pytest.mark.parametrize("s", [Sampling(1.0), Sampling(0.7, top_k=4), Sampling(1.3, top_p=0.8, seed=3)])
+def test_rule_samples_the_target(s):
+    p = np.array(mx.exp(log_probs(P_LOGITS[0], s)))
+    counts = first_token_counts(accept_sampled, s)
+    keep = p > 0
+    assert counts[~keep].sum() == 0  # never a token that top-k / top-p removed
+    assert chisquare(counts[keep], expected_counts(p[keep], counts.sum())).pvalue > 1e-3
+
+
+def test_a_wrong_rule_is_caught():
+    s = Sampling(1.0)
+    p = np.array(mx.exp(log_probs(P_LOGITS[0], s)))
+    counts = first_token_counts(wrong_rule, s)
+    assert chisquare(counts, expected_counts(p, counts.sum())).pvalue < 1e-6
+
+
+def test_end_to_end_joint_distribution(tiny_dir, monkeypatch):
+    """First three tokens sampled through the whole engine (DSpark, cap 2) vs the target's own law."""
+    from spec.target import load_target
+    import tiny
+
+    folder = tiny_dir / "vocab8"
+    if not folder.exists():
+        tiny.make_target(folder, vocab=8, hidden=32, layers=4, scale=1.0, seed=5)
+        cfg = __import__("json").loads((folder / "config.json").read_text())
+        tiny.make_dspark_head(tiny_dir / "dspark-vocab8", cfg, block_size=3, rank=4, seed=7)
+    t = load_target(str(folder))
+    t.eos_ids = set()
+    head = load_dspark(str(tiny_dir / "dspark-vocab8"), t)
+    s = Sampling(1.0, seed=0)
+    prompt = [1, 4, 6]
+
+    def dist(prefix):
+        logits, _ = t(mx.array([prompt + prefix]), t.make_cache())
+        return np.array(mx.exp(log_probs(logits[0, -1], s)))
+
+    p1 = dist([])
+    expected = {}
+    for a in range(8):
+        p2 = dist([a])
+        for b in range(8):
+            p3 = dist([a, b])
+            for c in range(8):
+                expected[(a, b, c)] = p1[a] * p2[b] * p3[c]
+    # bucket the 512 outcomes by (x2, x3) after x1: the drafted and verified tokens
+    n = 1500
+    counts = np.zeros((8, 8))
+    exp = np.zeros((8, 8))
+    for (a, b, c), pr in expected.items():
+        exp[b, c] += pr
+    for seed in range(n):
+        eng = Engine(t, head, max_draft=2, sampling=Sampling(1.0, seed=seed))
+        ids = eng.generate(prompt, 3).token_ids
+        counts[ids[1], ids[2]] += 1
+    assert chisquare(counts.ravel(), expected_counts(exp.ravel(), n)).pvalue > 1e-3
