@@ -1,0 +1,402 @@
+"""Train DFlash and DSpark heads for any mlx-lm target, on MLX, by self-distillation.
+
+Data: the target's own greedy answers to offline prompt sets (train split only), with its tapped
+hidden states cached on disk once, so epochs never re-run the target. Training: blocks anchored at
+random answer positions, many blocks sharing one sequence's context in a single masked pass; the
+loss favours early slots (they decide the accept length). Output: the published formats.
+
+  python -m spec train --target pocket --kind dflash --out runs/dflash
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import mlx.core as mx
+import mlx.nn as nn
+import mlx.optimizers as optim
+import numpy as np
+from mlx.utils import tree_flatten, tree_unflatten
+
+from .dflash import DFlashConfig, DFlashDraftModel, load_dflash
+from .drafter import block_embed_ids, default_taps, save_head, training_mask
+from .dspark import DSparkConfig, DSparkDraftModel, load_dspark
+from .engine import Engine
+from .target import SpecError, Target, load_target
+
+VOCAB_TENSORS = ("embed_tokens.weight", "lm_head.weight")  # DSpark's frozen copies of the target's
+
+
+# -- head configs in the published formats ------------------------------------------------------
+
+def head_config(target: Target, kind: str, *, layers: int = 2, block_size: int | None = None,
+                taps: Sequence[int] | None = None, mask_token_id: int | None = None, markov_rank: int = 32,
+                intermediate_size: int | None = None) -> dict:
+    """config.json for a new head over `target`: heads and widths follow the target's attention."""
+    tc = target.config
+    n_heads = int(tc["num_attention_heads"])
+    head_dim = int(tc.get("head_dim") or target.hidden_size // n_heads)
+    taps = list(taps or default_taps(target.num_layers))
+    mask = int(mask_token_id if mask_token_id is not None else tc.get("pad_token_id") or 0)
+    common = {
+        "model_type": "qwen3", "hidden_size": target.hidden_size, "num_hidden_layers": layers,
+        "num_attention_heads": n_heads, "num_key_value_heads": int(tc.get("num_key_value_heads") or n_heads),
+        "head_dim": head_dim, "intermediate_size": int(intermediate_size or tc["intermediate_size"]),
+        "vocab_size": target.vocab_size, "rms_norm_eps": float(tc.get("rms_norm_eps", 1e-6)),
+        "rope_theta": float(tc.get("rope_theta", 10000.0)), "rope_scaling": None,
+        "max_position_embeddings": int(tc.get("max_position_embeddings", 8192)),
+        "num_target_layers": target.num_layers, "tie_word_embeddings": False,
+        "layer_types": ["full_attention"] * layers, "torch_dtype": "bfloat16",
+    }
+    if kind == "dflash":
+        return {**common, "architectures": ["DFlashDraftModel"], "block_size": block_size or 16,
+                "dflash_config": {"block_size": block_size or 16, "mask_token_id": mask, "target_layer_ids": taps}}
+    if kind == "dspark":
+        cfg = {k: v for k, v in tc.items() if k not in ("quantization", "quantization_config")}
+        cfg.update(common)
+        cfg.update({"architectures": ["Qwen3DSparkModel"], "block_size": block_size or 7, "mask_token_id": mask,
+                    "target_layer_ids": taps, "num_anchors": 512, "enable_confidence_head": True,
+                    "confidence_head_with_markov": bool(markov_rank), "markov_rank": markov_rank,
+                    "markov_head_type": "vanilla"})
+        return cfg
+    raise SpecError(f"unknown head kind {kind!r} (dflash or dspark)")
+
+
+def new_head(target: Target, config: dict, seed: int = 0) -> DFlashDraftModel | DSparkDraftModel:
+    """A randomly initialised head bound to `target`; DSpark gets frozen copies of its vocab matrices."""
+    mx.random.seed(seed)
+    if "DFlashDraftModel" in config["architectures"]:
+        return DFlashDraftModel(DFlashConfig.from_dict(config)).bind(target)
+    head = DSparkDraftModel(DSparkConfig.from_dict(config))
+    head.embed_tokens.weight = target.inner.embed_tokens.weight.astype(mx.float32)
+    lm = getattr(target.outer, "lm_head", None)
+    head.lm_head.weight = (lm.weight if lm is not None else target.inner.embed_tokens.weight).astype(mx.float32)
+    return head.bind(target)
+
+
+def trainable(head: nn.Module) -> nn.Module:
+    """Freeze what the formats say is frozen (DSpark's embedding and lm_head)."""
+    head.unfreeze()
+    if isinstance(head, DSparkDraftModel):
+        head.embed_tokens.freeze()
+        head.lm_head.freeze()
+    return head
+
+
+# -- distillation data ---------------------------------------------------------------------------
+
+@dataclass
+class Sequence_:
+    ids: np.ndarray  # prompt + answer token ids
+    prompt_len: int
+    domain: str
+    taps: np.ndarray  # [T, n_taps*H] float16
+
+
+def _chunks(xs: list, n: int) -> Iterator[list]:
+    for i in range(0, len(xs), n):
+        yield xs[i : i + n]
+
+
+def tap_rows(target: Target, seqs: list[list[int]], taps: Sequence[int]) -> list[np.ndarray]:
+    """Tapped hidden states of whole sequences (right-padded into one causal batch)."""
+    T = max(len(s) for s in seqs)
+    batch = mx.array([s + [0] * (T - len(s)) for s in seqs])
+    _, hidden = target(batch, [None] * target.num_layers, taps)
+    hidden = hidden.astype(mx.float16)
+    mx.eval(hidden)
+    return [np.array(hidden[i, : len(s)]) for i, s in enumerate(seqs)]
+
+
+def build_data(target: Target, out: Path, prompts: list[dict], taps: Sequence[int], *, max_new_tokens: int = 192,
+               batch: int = 32, shard_size: int = 128) -> Path:
+    """Self-distillation data: greedy answers + taps, in shards; finished shards are kept (resumable)."""
+    from mlx_lm.generate import batch_generate
+    from tqdm import tqdm
+
+    out.mkdir(parents=True, exist_ok=True)
+    meta = {"target": target.name, "taps": list(taps), "max_new_tokens": max_new_tokens, "prompts": len(prompts)}
+    meta_path = out / "meta.json"
+    if meta_path.exists():
+        old = json.loads(meta_path.read_text())
+        if old.get("taps") != list(taps) or old.get("max_new_tokens") != max_new_tokens:
+            raise SpecError(f"{out} holds data made with other settings ({old}); use another --data folder")
+    meta_path.write_text(json.dumps(meta, indent=2))
+    shards = list(_chunks(prompts, shard_size))
+    eos = sorted(target.eos_ids)[0] if target.eos_ids else None
+    bar = tqdm(total=len(prompts), desc="distilling", unit="prompt")
+    for si, shard in enumerate(shards):
+        path = out / f"shard-{si:05d}.safetensors"
+        if path.exists():
+            bar.update(len(shard))
+            continue
+        seqs, plens, doms = [], [], []
+        for group in _chunks(shard, batch):
+            pids = [target.encode_chat(p["prompt"]) for p in group]
+            res = batch_generate(target.model, target.tokenizer, pids, max_tokens=max_new_tokens, return_token_ids=True)
+            for p, ids, answer in zip(group, pids, res.token_ids):
+                answer = list(answer)
+                if eos is not None and len(answer) < max_new_tokens:
+                    answer.append(eos)  # it stopped at eos: teach the head to predict it
+                seqs.append(ids + answer)
+                plens.append(len(ids))
+                doms.append(p["domain"])
+            bar.update(len(group))
+        rows = []
+        for group in _chunks(list(range(len(seqs))), 8):
+            rows += tap_rows(target, [seqs[i] for i in group], taps)
+        offsets = np.cumsum([0] + [len(s) for s in seqs]).astype(np.int32)
+        tensors = {
+            "ids": mx.array(np.concatenate([np.array(s, dtype=np.int32) for s in seqs])),
+            "offsets": mx.array(offsets), "prompt_lens": mx.array(np.array(plens, dtype=np.int32)),
+            "taps": mx.array(np.concatenate(rows)),
+        }
+        tmp = path.with_suffix(".tmp.safetensors")
+        mx.save_safetensors(str(tmp), tensors, metadata={"domains": json.dumps(doms)})
+        tmp.rename(path)
+    bar.close()
+    return out
+
+
+def load_data(folder: Path) -> list[Sequence_]:
+    seqs = []
+    for path in sorted(folder.glob("shard-*.safetensors")):
+        if ".tmp." in path.name:
+            continue
+        t, meta = mx.load(str(path), return_metadata=True)
+        ids, off, plen, taps = (np.array(t[k]) for k in ("ids", "offsets", "prompt_lens", "taps"))
+        doms = json.loads(meta["domains"])
+        for i in range(len(plen)):
+            a, b = off[i], off[i + 1]
+            seqs.append(Sequence_(ids[a:b], int(plen[i]), doms[i], taps[a:b]))
+    if not seqs:
+        raise SpecError(f"no training data in {folder}")
+    return seqs
+
+
+# -- the loss -------------------------------------------------------------------------------------
+
+def block_loss(head, ids: mx.array, taps: mx.array, anchors: mx.array, gamma: float) -> tuple[mx.array, dict]:
+    """Weighted CE over every draft slot of blocks anchored at `anchors` (+ DSpark confidence BCE).
+
+    Draft i of a block anchored at a predicts token a+1+i (DFlash reads it from slot i+1, DSpark from
+    slot i). Returns (loss, stats) with the running accept-length estimate of greedy drafting."""
+    cfg = head.config
+    T, bs, d, s0 = ids.shape[0], cfg.block_size, head.max_drafts, head.first_draft_slot
+    ctx = head.fuse(taps[None].astype(mx.float32))
+    block = head.embed(block_embed_ids(ids[anchors], bs, cfg.mask_token_id))
+    h = head.train_blocks(block, ctx, anchors, training_mask(anchors, T, bs))[:, s0 : s0 + d]
+    pos = anchors[:, None] + 1 + mx.arange(d)[None, :]
+    valid = pos < T
+    labels = ids[mx.minimum(pos, T - 1)]
+    prev = ids[mx.minimum(pos - 1, T - 1)]
+    logits = head.logits(h)
+    if isinstance(head, DSparkDraftModel) and head.has_markov:
+        logits = logits + head.markov_bias(prev)
+    w = mx.exp(-mx.arange(d) / gamma)[None, :] * valid
+    ce = nn.losses.cross_entropy(logits, labels)
+    loss = (ce * w).sum() / w.sum()
+    hit = (mx.argmax(logits, axis=-1) == labels) & valid
+    if isinstance(head, DSparkDraftModel) and head.has_confidence:
+        feats = h if not cfg.confidence_with_markov else mx.concatenate([h, head.markov_head.markov_w1(prev)], axis=-1)
+        conf = head.confidence_head(feats)
+        bce = nn.losses.binary_cross_entropy(conf, mx.stop_gradient(hit.astype(mx.float32)), with_logits=True,
+                                             reduction="none")
+        loss = loss + (bce * w).sum() / w.sum()
+    accepted = mx.cumprod(hit.astype(mx.int32), axis=1).sum(axis=1)
+    return loss, {"tau": (accepted + 1).astype(mx.float32).mean(), "ce": (ce * w).sum() / w.sum()}
+
+
+def sample_anchors(rng: np.random.Generator, seq: Sequence_, n: int) -> np.ndarray:
+    """Anchors whose next token is part of the answer (the prompt is context, never a label)."""
+    lo, hi = max(0, seq.prompt_len - 1), len(seq.ids) - 1
+    cand = np.arange(lo, hi)
+    if len(cand) == 0:
+        return cand
+    return np.sort(rng.choice(cand, size=min(n, len(cand)), replace=False))
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+@dataclass
+class TrainSettings:
+    kind: str = "dflash"
+    steps: int = 2000
+    lr: float = 1e-3
+    warmup: float = 0.04
+    weight_decay: float = 0.01
+    seqs_per_step: int = 2
+    anchors: int = 24
+    gamma: float = 0.0  # 0 = the kind's default (DFlash 7, DSpark 4)
+    clip: float = 1.0
+    seed: int = 0
+    ckpt_every: int = 200
+    eval_every: int = 0
+    eval_prompts: int = 2
+    eval_tokens: int = 64
+
+    def __post_init__(self) -> None:
+        self.gamma = self.gamma or (7.0 if self.kind == "dflash" else 4.0)
+
+
+def schedule(s: TrainSettings):
+    warm = max(1, int(s.steps * s.warmup))
+    return optim.join_schedules([optim.linear_schedule(s.lr * 0.01, s.lr, warm),
+                                 optim.cosine_decay(s.lr, max(1, s.steps - warm), s.lr * 0.1)], [warm])
+
+
+def save_checkpoint(ckpt: Path, head, opt, step: int, log: list[dict], s: TrainSettings, config: dict) -> None:
+    """Weights, optimizer state, step and log, written to a temp folder and swapped in atomically."""
+    tmp = ckpt.with_name(ckpt.name + ".tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    mx.save_safetensors(str(tmp / "weights.safetensors"), dict(tree_flatten(head.trainable_parameters())))
+    mx.save_safetensors(str(tmp / "optimizer.safetensors"), dict(tree_flatten(opt.state)))
+    (tmp / "state.json").write_text(json.dumps({"step": step, "log": log, "settings": asdict(s), "config": config}))
+    old = ckpt.with_name(ckpt.name + ".old")
+    if ckpt.exists():
+        ckpt.rename(old)
+    tmp.rename(ckpt)
+    if old.exists():
+        for f in old.iterdir():
+            f.unlink()
+        old.rmdir()
+
+
+def export_head(head, config: dict, folder: Path, *, ship: bool = False) -> Path:
+    """Published format (f32, complete); ship=True: bf16 without the vocab copies (for assets/)."""
+    weights = dict(tree_flatten(head.parameters()))
+    if ship:
+        weights = {k: v.astype(mx.bfloat16) for k, v in weights.items() if k not in VOCAB_TENSORS}
+    return save_head(folder, config, weights)
+
+
+def evaluate(target: Target, head, prompts: list[dict], max_new_tokens: int = 96, max_draft: int = 0) -> dict[str, float]:
+    """Mean accept length per domain at T = 0 on the given (held-out) prompts."""
+    out: dict[str, list[int]] = {}
+    eng = Engine(target, head, max_draft=max_draft)
+    for p in prompts:
+        res = eng.generate(p["prompt"], max_new_tokens)
+        out.setdefault(p["domain"], []).extend(res.accept_lengths)
+    return {d: round(sum(v) / len(v), 3) for d, v in out.items()}
+
+
+def fit(target: Target, data: list[Sequence_], out: Path, s: TrainSettings, config: dict,
+        heldout: list[dict] | None = None, until: int | None = None) -> Path:
+    """Train (resuming from out/checkpoint if present) and export to out/head.
+
+    until: stop after this step (the schedule still spans s.steps): a time-boxed or interrupted run."""
+    from tqdm import tqdm
+
+    head = trainable(new_head(target, config, s.seed))
+    opt = optim.AdamW(learning_rate=schedule(s), weight_decay=s.weight_decay)
+    ckpt, step, log = out / "checkpoint", 0, []
+    if (ckpt / "state.json").exists():
+        state = json.loads((ckpt / "state.json").read_text())
+        if state["config"] != config:
+            raise SpecError(f"{ckpt} was made with another head config; use another --out")
+        head.load_weights(list(mx.load(str(ckpt / "weights.safetensors")).items()), strict=False)
+        opt.init(head.trainable_parameters())
+        opt.state = tree_unflatten(list(mx.load(str(ckpt / "optimizer.safetensors")).items()))
+        step, log = state["step"], state["log"]
+    loss_and_grad = nn.value_and_grad(head, lambda ids, taps, anchors: block_loss(head, ids, taps, anchors, s.gamma))
+    bar = tqdm(total=s.steps, initial=step, desc=f"train {s.kind}", unit="step")
+    ema: dict[str, float] = {}
+    while step < min(s.steps, until or s.steps):
+        rng = np.random.default_rng([s.seed, step])  # a resumed run draws the same batches
+        grads_acc, stats_acc, parts = None, [], 0
+        for i in rng.choice(len(data), size=s.seqs_per_step, replace=False):
+            seq = data[int(i)]
+            anchors = sample_anchors(rng, seq, s.anchors)
+            if len(anchors) == 0:
+                continue
+            (loss, stats), grads = loss_and_grad(mx.array(seq.ids), mx.array(seq.taps), mx.array(anchors))
+            grads_acc = grads if grads_acc is None else tree_map_add(grads_acc, grads)
+            stats_acc.append((loss, stats["tau"]))
+            parts += 1
+        if parts:
+            grads_acc = tree_map_scale(grads_acc, 1.0 / parts)
+            grads_acc, _ = optim.clip_grad_norm(grads_acc, s.clip)
+            opt.update(head, grads_acc)
+            mx.eval(head.parameters(), opt.state)
+            loss_v = float(sum(l.item() for l, _ in stats_acc) / parts)
+            tau_v = float(sum(t.item() for _, t in stats_acc) / parts)
+            for k, v in (("loss", loss_v), ("tau", tau_v)):
+                ema[k] = v if k not in ema else 0.98 * ema[k] + 0.02 * v
+        step += 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{ema.get('loss', 0):.3f}", accept=f"{ema.get('tau', 0):.2f}")
+        if step % 10 == 0:
+            log.append({"step": step, "loss": round(ema["loss"], 4), "train_accept": round(ema["tau"], 3),
+                        "time": time.time()})
+        if s.eval_every and heldout and (step % s.eval_every == 0 or step == s.steps):
+            log.append({"step": step, "heldout_accept": evaluate(target, head, heldout, s.eval_tokens)})
+            bar.write(f"step {step}: held-out accept {log[-1]['heldout_accept']}")
+        if step % s.ckpt_every == 0 or step in (s.steps, until):
+            save_checkpoint(ckpt, head, opt, step, log, s, config)
+    bar.close()
+    return export_head(head, config, out / "head")
+
+
+def tree_map_add(a, b):
+    from mlx.utils import tree_map
+
+    return tree_map(lambda x, y: x + y, a, b)
+
+
+def tree_map_scale(a, f: float):
+    from mlx.utils import tree_map
+
+    return tree_map(lambda x: x * f, a)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m spec train", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--target", default="pocket", help="hub id, folder, or 'pocket'")
+    ap.add_argument("--kind", choices=["dflash", "dspark"], required=True)
+    ap.add_argument("--out", type=Path, required=True, help="run folder: checkpoint/, head/, log")
+    ap.add_argument("--data", type=Path, default=None, help="distillation cache (default: <out>/../data)")
+    ap.add_argument("--prompts-per-domain", type=int, default=400)
+    ap.add_argument("--max-new-tokens", type=int, default=192)
+    ap.add_argument("--gen-batch", type=int, default=32)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--block-size", type=int, default=None, help="default: DFlash 16, DSpark 7")
+    ap.add_argument("--markov-rank", type=int, default=32)
+    ap.add_argument("--mask-token-id", type=int, default=None)
+    ap.add_argument("--taps", type=str, default=None, help="comma-separated target layer ids")
+    ap.add_argument("--ship", type=Path, default=None, help="also write a bf16 copy without vocab tensors here")
+    for f in ("steps", "seqs_per_step", "anchors", "ckpt_every", "eval_every", "seed"):
+        ap.add_argument("--" + f.replace("_", "-"), type=int, default=getattr(TrainSettings, f))
+    ap.add_argument("--lr", type=float, default=TrainSettings.lr)
+    a = ap.parse_args(argv)
+
+    from .presets import resolve
+    from .prompts import build_sets
+
+    target = load_target(resolve(a.target, "target") if a.target == "pocket" else a.target)
+    taps = [int(x) for x in a.taps.split(",")] if a.taps else default_taps(target.num_layers)
+    config = head_config(target, a.kind, layers=a.layers, block_size=a.block_size, taps=taps,
+                         mask_token_id=a.mask_token_id, markov_rank=a.markov_rank)
+    sets = build_sets(a.prompts_per_domain, seed=0)
+    train_prompts = [p for d in sorted(sets) for p in sets[d]["train"]]
+    heldout = [p for d in sorted(sets) for p in sets[d]["heldout"][: 2]]
+    data_dir = a.data or a.out.parent / "data"
+    build_data(target, data_dir, train_prompts, taps, max_new_tokens=a.max_new_tokens, batch=a.gen_batch)
+    if a.steps == 0:
+        print(f"distillation data in {data_dir} (--steps 0: no training)")
+        return 0
+    data = load_data(data_dir)
+    s = TrainSettings(kind=a.kind, steps=a.steps, lr=a.lr, seqs_per_step=a.seqs_per_step, anchors=a.anchors,
+                      ckpt_every=a.ckpt_every, eval_every=a.eval_every, seed=a.seed)
+    folder = fit(target, data, a.out, s, config, heldout)
+    print(f"head written to {folder}")
+    if a.ship:
+        head = (load_dflash if a.kind == "dflash" else load_dspark)(str(folder), target)
+        print(f"shipped copy written to {export_head(head, config, a.ship, ship=True)}")
+    return 0
