@@ -1,0 +1,288 @@
+"""The race: greedy, DSpark and DFlash on ONE loaded target, interleaved round by round.
+
+MLX work happens on one dedicated worker thread (MLX streams may not cross threads, and the shared
+target must never run two forwards at once); callers get a stream of events through a queue. Each
+engine's speed is metered on its own busy time, not the wall clock that all three share.
+
+  python -m spec race --prompt "Write a Python function that reverses a string."
+"""
+
+from __future__ import annotations
+
+import argparse
+import queue
+import sys
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterator
+
+from .engine import Engine, GenResult, Round
+from .target import SpecError, Target
+from .verify import Sampling
+
+ENGINES = ("dspark", "dflash", "greedy")
+
+
+@dataclass(frozen=True)
+class RaceSettings:
+    max_new_tokens: int = 128
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int = 0
+    dspark_cap: int = 0  # 0 = the head's block
+    dspark_threshold: float = 0.0
+    dflash_len: int = 0  # 0 = the full block
+    baseline: bool = True
+
+    @property
+    def sampling(self) -> Sampling:
+        return Sampling(self.temperature, self.top_p, self.top_k, self.seed)
+
+
+@dataclass
+class Meter:
+    """Live numbers of one engine."""
+
+    tokens: int = 0
+    rounds: int = 0
+    accepted: int = 0
+    busy: float = 0.0  # seconds of its own rounds (decode only)
+    prefill: float = 0.0
+    accept_lengths: list[int] = field(default_factory=list)
+
+    def add(self, r: Round) -> None:
+        self.tokens += len(r.tokens)
+        if r.index == 0:
+            self.prefill = r.seconds
+            return
+        self.rounds += 1
+        self.busy += r.seconds
+        self.accepted += r.accepted
+        self.accept_lengths.append(len(r.tokens))
+
+    @property
+    def mean_accept(self) -> float:
+        return sum(self.accept_lengths) / len(self.accept_lengths) if self.accept_lengths else 0.0
+
+    @property
+    def tok_s(self) -> float:
+        """Decode tok/s on this engine's own busy time (the first token belongs to the prefill)."""
+        return (self.tokens - 1) / self.busy if self.busy > 0 else 0.0
+
+
+@dataclass
+class RaceEvent:
+    kind: str  # "start" | "round" | "done" | "finish"
+    engine: str = ""
+    round: Round | None = None
+    meter: Meter | None = None
+    result: GenResult | None = None
+    wall: float = 0.0
+    results: dict[str, GenResult] = field(default_factory=dict)
+    verdicts: dict[str, str] = field(default_factory=dict)
+
+
+def verdict(result: GenResult, baseline: GenResult | None, settings: RaceSettings) -> str:
+    """Lossless check against the greedy baseline (T = 0), or why outputs may differ (T > 0)."""
+    if settings.temperature > 0:
+        return ("differs by design: at T > 0 each run is an independent exact sample from the target, "
+                "so texts match greedy only by chance")
+    if baseline is None:
+        return "not checked (baseline off)"
+    a, b = result.token_ids, baseline.token_ids
+    if result.finish_reason == "stopped" or baseline.finish_reason == "stopped":
+        n = min(len(a), len(b))
+        a, b = a[:n], b[:n]
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"DIFFERS from greedy at token {i}"
+    if len(a) != len(b):
+        return f"DIFFERS from greedy in length ({len(a)} vs {len(b)} tokens)"
+    return "identical to greedy"
+
+
+def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], settings: RaceSettings,
+             stop: threading.Event | None = None) -> Iterator[RaceEvent]:
+    """Step every engine one round in turn until all are done (or stop is set). Runs on the caller's thread."""
+    s = settings.sampling
+    engines: dict[str, Engine] = {}
+    if "dspark" in heads:
+        engines["dspark"] = Engine(target, heads["dspark"], max_draft=settings.dspark_cap, sampling=s,
+                                   confidence_threshold=settings.dspark_threshold, name="dspark")
+    if "dflash" in heads:
+        engines["dflash"] = Engine(target, heads["dflash"], max_draft=settings.dflash_len, sampling=s, name="dflash")
+    if settings.baseline:
+        engines["greedy"] = Engine(target, None, sampling=s, name="greedy")
+    if not engines:
+        raise SpecError("nothing to race: no head loaded and the baseline is off")
+    ids = target.encode_chat(prompt) if isinstance(prompt, str) else list(prompt)
+    gens = {name: e.start(ids, settings.max_new_tokens) for name, e in engines.items()}  # validates first
+    meters = {name: Meter() for name in gens}
+    t0 = time.perf_counter()
+    yield RaceEvent("start")
+    live = list(gens)
+    while live:
+        for name in list(live):
+            if stop is not None and stop.is_set():
+                for g in gens.values():
+                    g.stop()
+                live = []
+                break
+            r = gens[name].step()
+            if r is None:
+                live.remove(name)
+                continue
+            meters[name].add(r)
+            yield RaceEvent("round", name, r, meters[name], wall=time.perf_counter() - t0)
+            if r.done:
+                live.remove(name)
+                yield RaceEvent("done", name, meter=meters[name], result=gens[name].result,
+                                wall=time.perf_counter() - t0)
+    results = {name: g.result for name, g in gens.items()}
+    base = results.get("greedy")
+    verdicts = {n: verdict(r, base, settings) for n, r in results.items() if n != "greedy"}
+    yield RaceEvent("finish", results=results, verdicts=verdicts, wall=time.perf_counter() - t0)
+
+
+def results_table(results: dict[str, GenResult], verdicts: dict[str, str]) -> "Any":
+    """One row per engine (pandas): accept length, tok/s, speedup over the baseline, verdict."""
+    import pandas as pd
+
+    base = results.get("greedy")
+    rows = []
+    for name in [n for n in ENGINES if n in results]:
+        r = results[name]
+        rows.append({
+            "engine": name, "tokens": len(r.token_ids), "rounds": r.rounds, "mean accept": round(r.mean_accept, 2),
+            "decode tok/s": round(r.decode_tokens_per_sec, 1), "end-to-end tok/s": round(r.tokens_per_sec, 1),
+            "speedup": round(r.decode_tokens_per_sec / base.decode_tokens_per_sec, 2)
+            if base and base.decode_tokens_per_sec > 0 else None,
+            "prefill s": round(r.prefill_seconds, 3), "finish": r.finish_reason,
+            "lossless": verdicts.get(name, "baseline"),
+        })
+    return pd.DataFrame(rows)
+
+
+class Arena:
+    """One target and its heads, owned by ONE worker thread; every MLX call goes through it.
+
+    A Gradio handler (or any thread) calls race(); events come back through a queue. stop() is
+    honoured within one round and leaves the target ready for the next race."""
+
+    def __init__(self, loader: Callable[[], tuple[Target, dict[str, Any], dict[str, str]]]):
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlx")
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # one race at a time on the shared target
+        self.target, self.heads, self.info = self.call(loader)
+
+    def call(self, fn: Callable, *args: Any) -> Any:
+        """Run fn on the MLX thread and wait for it (exceptions are re-raised here)."""
+        return self._pool.submit(fn, *args).result()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def race(self, prompt: str, settings: RaceSettings) -> Iterator[RaceEvent]:
+        with self._lock:
+            self._stop.clear()
+            events: queue.Queue = queue.Queue()
+            done = object()
+
+            def work() -> None:
+                try:
+                    for ev in run_race(self.target, self.heads, prompt, settings, self._stop):
+                        events.put(ev)
+                except BaseException as e:  # handed to the caller's thread
+                    events.put(e)
+                finally:
+                    events.put(done)
+
+            fut: Future = self._pool.submit(work)
+            try:
+                while (ev := events.get()) is not done:
+                    if isinstance(ev, BaseException):
+                        raise ev
+                    yield ev
+            finally:  # the caller went away (cancelled, closed): stop the worker and wait for it
+                self._stop.set()
+                fut.result()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._pool.shutdown(wait=True)
+
+
+def load_preset_arena(preset: str = "pocket", target: str | None = None, dspark: str | None = None,
+                      dflash: str | None = None, drafter_bits: int | None = None) -> Arena:
+    """An Arena over a preset (or explicit target / head ids or folders)."""
+
+    def loader() -> tuple[Target, dict[str, Any], dict[str, str]]:
+        from .dflash import load_dflash
+        from .dspark import load_dspark
+        from .presets import PRESETS, get_preset, resolve
+        from .target import load_target
+
+        p = get_preset(preset) if (target is None or preset in PRESETS) else None
+        t_ref = target or resolve(p.target, "target")
+        t = load_target(t_ref)
+        heads: dict[str, Any] = {}
+        info = {"target": t_ref}
+        for kind, ref, load in (("dspark", dspark, load_dspark), ("dflash", dflash, load_dflash)):
+            ref = ref or (resolve(getattr(p, kind), kind) if p else None)
+            if ref:
+                heads[kind] = load(ref, t, drafter_bits=drafter_bits)
+                info[kind] = ref
+        return t, heads, info
+
+    return Arena(loader)
+
+
+def side_by_side(texts: dict[str, str], width: int = 40) -> str:
+    """Columns of wrapped text for a terminal."""
+    import textwrap
+
+    cols = {n: textwrap.wrap(t.replace("\n", " / "), width) or [""] for n, t in texts.items()}
+    depth = max(len(c) for c in cols.values())
+    lines = [" | ".join(n.ljust(width) for n in cols), "-+-".join("-" * width for _ in cols)]
+    for i in range(depth):
+        lines.append(" | ".join((c[i] if i < len(c) else "").ljust(width) for c in cols.values()))
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m spec race", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--prompt", required=True)
+    ap.add_argument("--preset", default="pocket")
+    ap.add_argument("--target")
+    ap.add_argument("--dspark")
+    ap.add_argument("--dflash")
+    ap.add_argument("--json", action="store_true", help="print the results table as JSON")
+    for f in RaceSettings.__dataclass_fields__.values():
+        if f.name != "baseline":
+            ap.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
+    ap.add_argument("--no-baseline", action="store_true")
+    a = ap.parse_args(argv)
+    settings = RaceSettings(**{k: getattr(a, k) for k in RaceSettings.__dataclass_fields__ if k != "baseline"},
+                            baseline=not a.no_baseline)
+    arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash)
+    try:
+        final = None
+        for ev in arena.race(a.prompt, settings):
+            if ev.kind == "done":
+                print(f"# {ev.engine} done: {ev.meter.tokens} tokens, accept {ev.meter.mean_accept:.2f}, "
+                      f"{ev.meter.tok_s:.1f} tok/s", file=sys.stderr)
+            final = ev
+        table = results_table(final.results, final.verdicts)
+        if a.json:
+            print(table.to_json(orient="records"))
+        else:
+            print(side_by_side({n: r.text for n, r in final.results.items()}))
+            print()
+            print(table.to_string(index=False))
+    finally:
+        arena.close()
+    return 0

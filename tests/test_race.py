@@ -1,0 +1,107 @@
+"""The race: three engines on one target, one MLX thread, Stop within a round, fair meters."""
+
+import threading
+
+import pytest
+
+from spec.dflash import load_dflash
+from spec.dspark import load_dspark
+from spec.engine import Engine
+from spec.race import Arena, RaceSettings, results_table, run_race, verdict
+from spec.target import SpecError, load_target
+
+
+@pytest.fixture(scope="module")
+def arena(tiny_dir):
+    def loader():
+        t = load_target(str(tiny_dir / "qwen3"))
+        heads = {"dspark": load_dspark(str(tiny_dir / "dspark-qwen3"), t),
+                 "dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), t)}
+        return t, heads, {"target": "tiny"}
+
+    a = Arena(loader)
+    yield a
+    a.close()
+
+
+def final(events):
+    evs = list(events)
+    assert evs[0].kind == "start" and evs[-1].kind == "finish"
+    return evs
+
+
+def test_race_streams_all_engines_and_is_lossless(arena):
+    evs = final(arena.race("hello there", RaceSettings(max_new_tokens=20)))
+    rounds = [e for e in evs if e.kind == "round"]
+    assert {e.engine for e in rounds} == {"dspark", "dflash", "greedy"}
+    # interleaved: the first three rounds are one per engine
+    assert [e.engine for e in rounds[:3]] == ["dspark", "dflash", "greedy"]
+    end = evs[-1]
+    assert end.verdicts == {"dspark": "identical to greedy", "dflash": "identical to greedy"}
+    for name, res in end.results.items():
+        assert len(res.token_ids) == 20 or res.finish_reason == "eos"
+        streamed = "".join(e.round.text for e in rounds if e.engine == name)
+        assert streamed == res.text
+    table = results_table(end.results, end.verdicts)
+    assert list(table["engine"]) == ["dspark", "dflash", "greedy"] and table["speedup"].iloc[-1] == 1.0
+
+
+def test_stop_within_a_round_then_same_as_fresh(arena, tiny_dir):
+    stop, seen = threading.Event(), []
+    for ev in run_race(arena.target, arena.heads, "a story about a cat", RaceSettings(max_new_tokens=60), stop):
+        seen.append(ev)
+        if sum(e.kind == "round" for e in seen) == 4:
+            stop.set()
+    assert seen[-1].kind == "finish"
+    assert sum(e.kind == "round" for e in seen) == 4  # no round started after the stop
+    assert all(r.finish_reason == "stopped" for r in seen[-1].results.values())
+    # through the arena (worker thread + queue): the race ends early and says so
+    seen = []
+    for ev in arena.race("a story about a cat", RaceSettings(max_new_tokens=200)):
+        seen.append(ev)
+        if len(seen) == 5:
+            arena.stop()
+    assert seen[-1].kind == "finish" and "stopped" in {r.finish_reason for r in seen[-1].results.values()}
+    again = list(arena.race("hello there", RaceSettings(max_new_tokens=20)))[-1]
+    fresh_t = load_target(str(tiny_dir / "qwen3"))
+    fresh = Engine(fresh_t).generate("hello there", 20).token_ids
+    assert again.results["greedy"].token_ids == fresh == again.results["dflash"].token_ids
+
+
+def test_two_clients_at_once(arena):
+    out = {}
+
+    def client(i):
+        out[i] = list(arena.race(f"client {i} says hi", RaceSettings(max_new_tokens=16)))[-1]
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(2)]
+    [t.start() for t in threads]
+    [t.join(timeout=120) for t in threads]
+    assert set(out) == {0, 1}
+    for ev in out.values():
+        assert set(ev.verdicts.values()) == {"identical to greedy"}
+
+
+def test_errors_reach_the_caller_and_the_arena_keeps_serving(arena):
+    with pytest.raises(SpecError, match="empty"):
+        list(arena.race("  ", RaceSettings()))
+    with pytest.raises(SpecError, match="max draft"):
+        list(arena.race("hi", RaceSettings(dflash_len=99)))
+    assert list(arena.race("hi", RaceSettings(max_new_tokens=4)))[-1].kind == "finish"
+
+
+def test_sampled_race_explains_why_texts_differ(arena):
+    end = list(arena.race("hi", RaceSettings(max_new_tokens=8, temperature=0.8, seed=1)))[-1]
+    assert all("by design" in v for v in end.verdicts.values())
+
+
+def test_verdict_names_the_first_difference():
+    from spec.engine import GenResult
+
+    def res(ids, reason="length"):
+        return GenResult("", ids, [1], [0], 1, 1, 0.0, 0.0, reason)
+
+    s = RaceSettings()
+    assert verdict(res([1, 2, 3]), res([1, 2, 3]), s) == "identical to greedy"
+    assert verdict(res([1, 5, 3]), res([1, 2, 3]), s) == "DIFFERS from greedy at token 1"
+    assert verdict(res([1, 2]), None, s).startswith("not checked")
