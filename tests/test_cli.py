@@ -1,0 +1,43 @@
+"""The command line, as a user or a script runs it."""
+
+import json
+import subprocess
+import sys
+
+
+def spec(*args, check=True):
+    p = subprocess.run([sys.executable, "-m", "spec", *args], capture_output=True, text=True, timeout=300)
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def test_json_for_scripts(tiny_dir):
+    common = ["--model", str(tiny_dir / "qwen3"), "--prompt", "hello", "--max-new-tokens", "12", "--json"]
+    base = json.loads(spec("--mode", "baseline", *common).stdout)
+    for mode, head in (("dflash", "dflash-qwen3"), ("dspark", "dspark-qwen3")):
+        out = json.loads(spec("--mode", mode, "--drafter", str(tiny_dir / head), "--max-draft", "3", *common).stdout)
+        assert set(out) >= {"text", "token_ids", "accept_lengths", "rounds", "tokens_per_sec", "decode_tokens_per_sec",
+                            "prefill_seconds", "finish_reason"}
+        assert out["token_ids"] == base["token_ids"] and out["text"] == base["text"]
+
+
+def test_streaming_text_and_summary(tiny_dir):
+    p = spec("--mode", "dflash", "--model", str(tiny_dir / "qwen3"), "--drafter", str(tiny_dir / "dflash-qwen3"),
+             "--prompt", "hi", "--max-new-tokens", "8", "--temperature", "0.7", "--top-p", "0.9", "--seed", "3")
+    assert "# accept" in p.stdout and "tok/s" in p.stdout and "rounds" in p.stdout
+    assert "BLAS" in p.stderr  # the header names the device and the BLAS in use
+
+
+def test_bad_input_is_one_clear_line(tiny_dir):
+    cases = [
+        (["--mode", "baseline", "--model", str(tiny_dir / "qwen3"), "--prompt", " "], "prompt is empty"),
+        (["--mode", "baseline", "--model", str(tiny_dir / "qwen3"), "--max-new-tokens", "0"], "max new tokens"),
+        (["--mode", "dflash", "--model", str(tiny_dir / "qwen3"), "--drafter", str(tiny_dir / "dflash-qwen3"),
+          "--max-draft", "99"], "max draft 99 is outside 1..7"),
+        (["--mode", "dspark", "--model", str(tiny_dir / "qwen3"), "--drafter", str(tiny_dir / "missing")], "not found"),
+        (["--family", "gemma4"], "not yet supported"),
+    ]
+    for args, words in cases:
+        p = spec(*args, check=False)
+        assert p.returncode == 2 and words in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
