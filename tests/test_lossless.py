@@ -12,12 +12,25 @@ from spec.verify import Sampling, pick
 prompts = st.lists(st.integers(min_value=4, max_value=259), min_size=1, max_size=40)
 
 
-@pytest.fixture(scope="module", params=["qwen3", "llama"])
+@pytest.fixture(scope="module", params=["qwen3", "llama", "qwen2", "qwen3-8bit"])
 def pair(request, tiny_dir):
+    """Each family mlx-lm ships, and a quantized target (as mlx-community hub targets arrive)."""
+    import json
+
+    import tiny
     from spec.target import load_target
 
-    t = load_target(str(tiny_dir / request.param))
-    return t, load_dflash(str(tiny_dir / f"dflash-{request.param}"), t), load_dspark(str(tiny_dir / f"dspark-{request.param}"), t)
+    name = request.param
+    folder = tiny_dir / name
+    if not folder.exists():
+        family, _, bits = name.partition("-")
+        tiny.make_target(folder, family=family, bits=int(bits[:-3]) if bits else 0)
+    cfg = json.loads((folder / "config.json").read_text())
+    if not (tiny_dir / f"dflash-{name}").exists():
+        tiny.make_dflash_head(tiny_dir / f"dflash-{name}", cfg)
+        tiny.make_dspark_head(tiny_dir / f"dspark-{name}", cfg)
+    t = load_target(str(folder))
+    return t, load_dflash(str(tiny_dir / f"dflash-{name}"), t), load_dspark(str(tiny_dir / f"dspark-{name}"), t)
 
 
 @settings(max_examples=12, deadline=None)

@@ -80,3 +80,16 @@ def test_training_never_sees_heldout_prompts():
         assert parts["train"] and all(split_of(p["prompt"]) == "train" for p in parts["train"])
         held = {p["prompt"] for p in parts["heldout"]}
         assert not held & {p["prompt"] for p in parts["train"]}
+
+
+@pytest.mark.parametrize("kind", ["dflash", "dspark"])
+def test_answer_vocab_loss_equals_full_softmax_when_it_covers_everything(setup, kind):
+    t, data, _ = setup
+    head = train.new_head(t, config(t, kind))
+    V = t.vocab_size
+    everything = train.Vocab(mx.arange(V), mx.arange(V), train.output_matrix(head).astype(mx.float32))
+    seq = data[0]
+    args = (mx.array(seq.ids), mx.array(seq.taps), mx.array(train.sample_anchors(np.random.default_rng(0), seq, 6)))
+    full, _ = train.block_loss(head, *args, 4.0)
+    sub, _ = train.block_loss(head, *args, 4.0, everything)
+    assert abs(full.item() - sub.item()) < 1e-4

@@ -53,8 +53,10 @@ def target_config(family: str = "qwen3", layers: int = 6, hidden: int = 64, voca
     return cfg
 
 
-def make_target(folder: Path, family: str = "qwen3", seed: int = 0, scale: float = 4.0, **cfg_extra) -> Path:
-    """A random mlx-lm model folder. `scale` sharpens the embeddings so the target is not uniform."""
+def make_target(folder: Path, family: str = "qwen3", seed: int = 0, scale: float = 4.0, bits: int = 0,
+                **cfg_extra) -> Path:
+    """A random mlx-lm model folder. `scale` sharpens the embeddings so the target is not uniform;
+    bits 4/8 stores it quantized the way mlx-community checkpoints are."""
     import importlib
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -63,9 +65,13 @@ def make_target(folder: Path, family: str = "qwen3", seed: int = 0, scale: float
     mod = importlib.import_module(f"mlx_lm.models.{family}")
     mx.random.seed(seed)
     model = mod.Model(mod.ModelArgs.from_dict(cfg))
-    weights = dict(tree_flatten(model.parameters()))
-    weights["model.embed_tokens.weight"] = weights["model.embed_tokens.weight"] * scale
-    mx.save_safetensors(str(folder / "model.safetensors"), weights)
+    model.model.embed_tokens.weight = model.model.embed_tokens.weight * scale
+    if bits:
+        import mlx.nn as nn
+
+        nn.quantize(model, group_size=32, bits=bits)
+        cfg["quantization"] = {"group_size": 32, "bits": bits}
+    mx.save_safetensors(str(folder / "model.safetensors"), dict(tree_flatten(model.parameters())))
     (folder / "config.json").write_text(json.dumps(cfg))
     return folder
 
