@@ -58,6 +58,7 @@ class GenResult:
     decode_seconds: float
     finish_reason: str  # "eos" | "length" | "context" | "stopped"
     engine: str = ""
+    draft_seconds: float = 0.0  # drafter time inside decode_seconds (measured only with profile=True)
 
     @property
     def rounds(self) -> int:
@@ -93,8 +94,10 @@ class Engine:
     """A target + optional drafter + settings. Stateless between generations: each has its own caches."""
 
     def __init__(self, target: Target, drafter: Drafter | None = None, *, max_draft: int = 0,
-                 sampling: Sampling = Sampling(), confidence_threshold: float = 0.0, name: str | None = None):
-        self.target, self.drafter, self.sampling = target, drafter, sampling
+                 sampling: Sampling = Sampling(), confidence_threshold: float = 0.0, name: str | None = None,
+                 profile: bool = False):
+        """profile: sync once more per round, after drafting, to time the drafter on its own."""
+        self.target, self.drafter, self.sampling, self.profile = target, drafter, sampling, profile
         if drafter is not None:
             cap = drafter.max_drafts if not max_draft else max_draft
             if not 1 <= cap <= drafter.max_drafts:
@@ -151,7 +154,7 @@ class Generation:
         self.accept_lengths: list[int] = []
         self.drafted: list[int] = []
         self.forwards = 0
-        self.prefill_seconds = self.decode_seconds = 0.0
+        self.prefill_seconds = self.decode_seconds = self.draft_seconds = 0.0
         self.finish_reason = ""
         self._text = ""
 
@@ -169,7 +172,7 @@ class Generation:
             text=self._text, token_ids=list(self.ids), accept_lengths=list(self.accept_lengths),
             drafted=list(self.drafted), target_forwards=self.forwards, prompt_tokens=len(self.prompt_ids),
             prefill_seconds=self.prefill_seconds, decode_seconds=self.decode_seconds,
-            finish_reason=self.finish_reason or "running", engine=self.engine.name)
+            draft_seconds=self.draft_seconds, finish_reason=self.finish_reason or "running", engine=self.engine.name)
 
     def _keys(self) -> tuple[mx.array | None, mx.array | None]:
         if self.engine.sampling.greedy:
@@ -205,6 +208,9 @@ class Generation:
                 draft, q = eng.drafter.propose(self.draft_cache, self.pending, anchor, k, eng.sampling, k_draft,
                                                eng.confidence_threshold)
                 self.pending = None
+                if eng.profile:
+                    mx.eval(draft, *([q] if q is not None else []), *[c.state for c in self.draft_cache])
+                    self.draft_seconds += time.perf_counter() - tic
             logits, taps = t(mx.concatenate([mx.array([anchor], dtype=draft.dtype), draft])[None], self.cache, eng.taps)
             n, committed = accept(draft, q, logits[0], eng.sampling, k_verify)
             mx.eval(n, committed, *([taps] if taps is not None else []))

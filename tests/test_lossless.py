@@ -96,3 +96,11 @@ def test_stop_and_limits(qwen3, tiny_dir):
     # the context limit ends a generation cleanly (max_position_embeddings is 512)
     res = Engine(qwen3, dflash).generate(list(range(4, 200)) * 2 + [7] * 100, 200)
     assert res.finish_reason in ("context", "eos") and len(res.token_ids) + 492 <= 512
+
+
+def test_profiling_times_the_drafter_and_changes_nothing(pair):
+    t, dflash, dspark = pair
+    want = Engine(t).generate([11, 12, 13], 16).token_ids
+    for head in (dflash, dspark):
+        res = Engine(t, head, profile=True).generate([11, 12, 13], 16)
+        assert res.token_ids == want and 0 < res.draft_seconds < res.decode_seconds
