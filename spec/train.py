@@ -182,7 +182,41 @@ def load_data(folder: Path) -> list[Sequence_]:
 
 # -- the loss -------------------------------------------------------------------------------------
 
-def block_loss(head, ids: mx.array, taps: mx.array, anchors: mx.array, gamma: float) -> tuple[mx.array, dict]:
+@dataclass
+class Vocab:
+    """The answer vocabulary: the softmax runs over the tokens the target actually answers with.
+
+    The output matrix is the big cost of a step (49152 x 576 for the pocket target); the target's own
+    answers use a few thousand distinct tokens, so training scores those rows only (exact for every
+    label; the full matrix is used at inference). `weight` is the frozen output matrix restricted to them."""
+
+    ids: mx.array  # [S] sorted token ids
+    remap: mx.array  # [V] -> index in ids (0 where absent)
+    weight: mx.array  # [S, H]
+
+    @classmethod
+    def of(cls, head, data: list["Sequence_"]) -> "Vocab | None":
+        full = output_matrix(head)
+        if full is None:
+            return None
+        ids = np.unique(np.concatenate([s.ids[s.prompt_len:] for s in data]))
+        remap = np.zeros(full.shape[0], dtype=np.int32)
+        remap[ids] = np.arange(len(ids), dtype=np.int32)
+        sub = mx.array(ids)
+        return cls(sub, mx.array(remap), full[sub].astype(mx.float32))
+
+
+def output_matrix(head) -> mx.array | None:
+    """The [V, H] matrix that turns a head's hidden rows into logits (None if quantized)."""
+    if isinstance(head, DSparkDraftModel):
+        layer = head.lm_head
+    else:
+        layer = getattr(head.target.outer, "lm_head", None) or head.target.inner.embed_tokens
+    return None if "scales" in layer else layer.weight
+
+
+def block_loss(head, ids: mx.array, taps: mx.array, anchors: mx.array, gamma: float,
+               vocab: Vocab | None = None) -> tuple[mx.array, dict]:
     """Weighted CE over every draft slot of blocks anchored at `anchors` (+ DSpark confidence BCE).
 
     Draft i of a block anchored at a predicts token a+1+i (DFlash reads it from slot i+1, DSpark from
@@ -196,14 +230,23 @@ def block_loss(head, ids: mx.array, taps: mx.array, anchors: mx.array, gamma: fl
     valid = pos < T
     labels = ids[mx.minimum(pos, T - 1)]
     prev = ids[mx.minimum(pos - 1, T - 1)]
-    logits = head.logits(h)
-    if isinstance(head, DSparkDraftModel) and head.has_markov:
-        logits = logits + head.markov_bias(prev)
+    dspark = isinstance(head, DSparkDraftModel)
+    if vocab is None:
+        logits = head.logits(h)
+        if dspark and head.has_markov:
+            logits = logits + head.markov_bias(prev)
+    else:
+        logits = h @ vocab.weight.T
+        if dspark and head.softcap:
+            logits = mx.tanh(logits / head.softcap) * head.softcap
+        if dspark and head.has_markov:
+            logits = logits + head.markov_head.markov_w1(prev) @ head.markov_head.markov_w2.weight[vocab.ids].T
+        labels = vocab.remap[labels]
     w = mx.exp(-mx.arange(d) / gamma)[None, :] * valid
     ce = nn.losses.cross_entropy(logits, labels)
     loss = (ce * w).sum() / w.sum()
     hit = (mx.argmax(logits, axis=-1) == labels) & valid
-    if isinstance(head, DSparkDraftModel) and head.has_confidence:
+    if dspark and head.has_confidence:
         feats = h if not cfg.confidence_with_markov else mx.concatenate([h, head.markov_head.markov_w1(prev)], axis=-1)
         conf = head.confidence_head(feats)
         bce = nn.losses.binary_cross_entropy(conf, mx.stop_gradient(hit.astype(mx.float32)), with_logits=True,
@@ -235,6 +278,7 @@ class TrainSettings:
     anchors: int = 24
     gamma: float = 0.0  # 0 = the kind's default (DFlash 7, DSpark 4)
     clip: float = 1.0
+    answer_vocab: bool = True  # softmax over the answers' vocabulary only (see Vocab)
     seed: int = 0
     ckpt_every: int = 200
     eval_every: int = 0
@@ -304,7 +348,9 @@ def fit(target: Target, data: list[Sequence_], out: Path, s: TrainSettings, conf
         opt.init(head.trainable_parameters())
         opt.state = tree_unflatten(list(mx.load(str(ckpt / "optimizer.safetensors")).items()))
         step, log = state["step"], state["log"]
-    loss_and_grad = nn.value_and_grad(head, lambda ids, taps, anchors: block_loss(head, ids, taps, anchors, s.gamma))
+    vocab = Vocab.of(head, data) if s.answer_vocab else None
+    loss_and_grad = nn.value_and_grad(head, lambda ids, taps, anchors: block_loss(head, ids, taps, anchors, s.gamma,
+                                                                                  vocab))
     bar = tqdm(total=s.steps, initial=step, desc=f"train {s.kind}", unit="step")
     ema: dict[str, float] = {}
     while step < min(s.steps, until or s.steps):
