@@ -1,15 +1,20 @@
-"""Spec Arena engine: one MLX target, two lossless block drafters (DSpark, DFlash), one verify loop."""
+"""Spec Arena engine: one MLX target, two lossless block drafters (DSpark, DFlash), one verify loop.
 
-from .api import dflash_generate, greedy_generate, load_dflash_pair, load_pair, speculative_generate
-from .dflash import DFlashConfig, DFlashDraftModel, load_dflash
-from .dspark import DSparkConfig, DSparkDraftModel, load_dspark
-from .engine import Engine, GenResult, Round
-from .presets import DFLASH_PRESETS, PRESETS
-from .target import SpecError, Target, load_target
-from .verify import Sampling
+Exports load lazily, so `import spec.cpu` can still put an optimized BLAS in place before MLX loads."""
 
-__all__ = [
-    "load_pair", "speculative_generate", "load_dflash", "load_dflash_pair", "dflash_generate", "greedy_generate",
-    "DFLASH_PRESETS", "PRESETS", "DFlashDraftModel", "DFlashConfig", "DSparkDraftModel", "DSparkConfig",
-    "load_dspark", "load_target", "Target", "Engine", "GenResult", "Round", "Sampling", "SpecError",
-]
+import importlib
+
+_EXPORTS = {
+    "load_pair": "api", "speculative_generate": "api", "load_dflash_pair": "api", "dflash_generate": "api",
+    "greedy_generate": "api", "DFlashConfig": "dflash", "DFlashDraftModel": "dflash", "load_dflash": "dflash",
+    "DSparkConfig": "dspark", "DSparkDraftModel": "dspark", "load_dspark": "dspark", "Engine": "engine",
+    "GenResult": "engine", "Round": "engine", "DFLASH_PRESETS": "presets", "PRESETS": "presets",
+    "SpecError": "target", "Target": "target", "load_target": "target", "Sampling": "verify",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module 'spec' has no attribute {name!r}")

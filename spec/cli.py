@@ -83,13 +83,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .cpu import ensure_fast_blas
+
+    ensure_fast_blas()  # before MLX loads: then no restart is needed
     from .target import SpecError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        from .cpu import ensure_fast_blas
-
-        ensure_fast_blas()
         if argv and argv[0] in SUBCOMMANDS:
             return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
         return run(parser().parse_args(argv))
