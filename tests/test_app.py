@@ -1,0 +1,315 @@
+"""The Gradio app: named API endpoint, two clients at once, and a real browser (Debian chromium).
+
+The app runs as `python demo/app.py` in a subprocess (the real entry point, its own MLX thread),
+offline (HF_HUB_OFFLINE=1: a hub preset fails fast with a readable error instead of downloading).
+Screenshots go to $SPEC_ARENA_ARTIFACTS (default tests/artifacts/); the pocket preset's (a real
+model, trained heads) also goes to $SPEC_ARENA_SCREENSHOT when set (for assets/screenshot.png).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from demo.app import CUSTOM_LABEL, Lane, View, preset_choices, text_html  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PROMPT = "Write a Python function that reverses a string."
+
+
+# -- a served app ----------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class App:
+    """`python demo/app.py ARGS` on a free port, torn down by pid (its own process only)."""
+
+    def __init__(self, args: list[str], log: Path, timeout: float = 180.0):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.log = log
+        env = dict(os.environ, HF_HUB_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False")
+        self.proc = subprocess.Popen([sys.executable, "demo/app.py", "--port", str(self.port), *args], cwd=ROOT,
+                                     env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the app exited ({self.proc.returncode}):\n{log.read_text()}")
+            try:
+                with urllib.request.urlopen(self.url, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        self.close()
+        raise RuntimeError(f"the app did not answer within {timeout} s:\n{log.read_text()}")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def app(tiny_dir, tmp_path_factory):
+    a = App(["--target", str(tiny_dir / "qwen3"), "--dspark", str(tiny_dir / "dspark-qwen3"),
+             "--dflash", str(tiny_dir / "dflash-qwen3")], tmp_path_factory.mktemp("app") / "app.log")
+    yield a
+    a.close()
+
+
+def artifacts() -> Path:
+    out = Path(os.environ.get("SPEC_ARENA_ARTIFACTS") or ROOT / "tests" / "artifacts")
+    out.mkdir(parents=True, exist_ok=True)
+    if not os.environ.get("SPEC_ARENA_ARTIFACTS") and not (out / ".gitignore").exists():
+        (out / ".gitignore").write_text("*\n")  # CI keeps them as artifacts; git never sees them
+    return out
+
+
+# -- painting, without a server --------------------------------------------------------------------
+
+class FakeRound:
+    def __init__(self, tokens, accepted, done=False):
+        self.tokens, self.accepted, self.done = tokens, accepted, done
+
+
+def test_lane_paints_drafts_and_own_tokens_even_across_split_characters():
+    # token 1 and 2 are the two UTF-8 bytes of "é": the first alone decodes to U+FFFD
+    pieces = {1: b"\xc3", 2: b"\xa9", 3: b"<b>&", 4: b" x\n", 9: b""}
+
+    def decode(ids):
+        return b"".join(pieces[i] for i in ids).decode("utf-8", errors="replace")
+
+    lane = Lane("dflash", decode, eos={9})
+    lane.add(FakeRound([3, 1], accepted=1))  # draft "<b>&" accepted, own byte 1 held back
+    assert lane.text == "<b>&" and lane.spans == [["acc", "<b>&"]]
+    lane.add(FakeRound([2, 4, 9], accepted=2, done=True))  # drafts complete "é", own token is EOS
+    assert lane.text == "<b>&é x\n"
+    assert [k for k, _ in lane.spans] == ["acc", "acc"] and "".join(t for _, t in lane.spans) == lane.text
+    html_out = text_html("dflash", lane)
+    assert "&lt;b&gt;&amp;" in html_out and "<b>&" not in html_out and 'class="tok-acc"' in html_out
+
+
+def test_lane_follows_a_retokenised_boundary():
+    texts = {(5,): "ab", (5, 6): "aXc"}  # decoding the longer sequence changes an earlier character
+    lane = Lane("dspark", lambda ids: texts[tuple(ids)], eos=set())
+    lane.add(FakeRound([5], accepted=0))
+    lane.add(FakeRound([6], accepted=0))
+    assert lane.text == "aXc" and "".join(t for _, t in lane.spans) == "aXc"
+
+
+def test_view_without_heads_or_baseline_says_why():
+    out = View({}).outputs()
+    assert "not in this race" in out[2] and "baseline off" in out[6]
+
+
+# -- the named endpoint --------------------------------------------------------------------------
+
+def test_client_gets_the_final_table(app):
+    from gradio_client import Client
+
+    out = Client(app.url, verbose=False).predict(PROMPT, 24, api_name="/race")
+    assert [row["engine"] for row in out["table"]] == ["dspark", "dflash", "greedy"]
+    assert {"mean accept", "decode tok/s", "speedup", "lossless"} <= set(out["columns"])
+    assert out["verdicts"] == {"dspark": "identical to greedy", "dflash": "identical to greedy"}
+    assert out["texts"]["dspark"] == out["texts"]["dflash"] == out["texts"]["greedy"]
+    assert all(row["tokens"] == 24 or row["finish"] == "eos" for row in out["table"])
+
+
+def test_two_clients_at_once_both_finish_lossless(app):
+    from gradio_client import Client
+
+    jobs = [Client(app.url, verbose=False).submit(f"client {i}: {PROMPT}", 32, api_name="/race") for i in range(2)]
+    outs = [j.result(timeout=180) for j in jobs]
+    for out in outs:
+        assert set(out["verdicts"].values()) == {"identical to greedy"}
+        assert len({out["texts"][n] for n in ("dspark", "dflash", "greedy")}) == 1
+
+
+def test_errors_are_readable_and_the_app_keeps_serving(app):
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    c = Client(app.url, verbose=False)
+    with pytest.raises(AppError, match="prompt is empty"):
+        c.predict("   ", api_name="/race")
+    with pytest.raises(AppError, match="max draft"):
+        c.predict(PROMPT, 8, dflash_len=99, api_name="/race")
+    assert c.predict(PROMPT, 4, api_name="/race")["verdicts"]["dflash"] == "identical to greedy"
+
+
+# -- the browser ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+LANE_IDS = ("dspark", "dflash", "greedy")
+STREAMING_JS = """() => {
+  const st = document.querySelector('#status .status');
+  const texts = ['dspark', 'dflash', 'greedy'].map(n => document.querySelector(`#text-${n} .lane-text`));
+  return st && st.classList.contains('racing') && texts.every(t => t && t.querySelector('span:not(.muted)'))
+    && document.querySelector('#meters-greedy .m .v').textContent.trim() !== '–';
+}"""
+
+
+def set_max_tokens(page, n: int) -> None:
+    box = page.locator("#max-new input[type=number]")
+    box.fill(str(n))
+    box.press("Enter")
+
+
+def wait_done(page, state: str = "finished", timeout: float = 120_000) -> None:
+    page.wait_for_selector(f"#status .status.{state}", timeout=timeout)
+
+
+def drive(page, url: str, long_tokens: int, short_tokens: int, hub_error: bool = True) -> None:
+    """The whole user story: example, run, stream, verdict, stop mid-run, hub preset error, run again."""
+    from playwright.sync_api import expect
+
+    from spec.prompts import load_prompts
+
+    page.goto(url)
+    page.wait_for_selector("#run")
+    page.get_by_role("tab", name="Code").click()
+    example = load_prompts(ROOT / "assets" / "prompts" / "code.jsonl")[0]["prompt"]
+    page.locator("#examples").get_by_text(example[:40]).first.click()
+    expect(page.locator("#prompt textarea")).to_have_value(example)
+    page.locator("#settings button.label-wrap").click()  # open the accordion
+    set_max_tokens(page, long_tokens)
+
+    # 1. a long race: all three columns stream and the meters move; Stop ends it within a round
+    page.click("#run")
+    page.wait_for_function(STREAMING_JS, timeout=120_000, polling="raf")
+    page.click("#stop")
+    wait_done(page, "stopped", timeout=60_000)
+    expect(page.locator("#table")).to_contain_text("stopped")
+
+    # 2. a hub preset cannot load offline: a readable error, and the old arena keeps serving
+    if hub_error:
+        page.locator("#preset input").click()
+        qwen3 = next(label for label, value in preset_choices() if value == "qwen3")
+        page.get_by_role("option", name=qwen3, exact=True).click()
+        expect(page.locator("#errors .error-box")).to_contain_text("could not load qwen3", timeout=60_000)
+        expect(page.locator("#errors .error-box")).to_contain_text("Still serving")
+        expect(page.locator("#preset input")).to_have_value(CUSTOM_LABEL)
+        expect(page.locator("#target")).to_be_visible()  # the custom fields are back, as they were
+        page.click("#load")  # reloading what we serve works and clears the error
+        expect(page.locator("#errors .error-box")).to_have_count(0, timeout=60_000)
+
+    # 3. an empty prompt is refused in the page
+    page.fill("#prompt textarea", "  ")
+    page.click("#run")
+    expect(page.locator("#errors .error-box")).to_contain_text("prompt is empty")
+
+    # 4. run again to the end: lossless verdicts, table, downloads
+    page.locator("#examples").get_by_text(example[:40]).first.click()
+    set_max_tokens(page, short_tokens)
+    page.click("#run")
+    wait_done(page)
+    for name in ("dspark", "dflash"):
+        expect(page.locator(f"#meters-{name} .verdict.ok")).to_have_text("✓ identical to greedy")
+        expect(page.locator(f"#text-{name} .tok-own").first).to_be_attached()
+    expect(page.locator("#errors .error-box")).to_have_count(0)
+    for word in ("dspark", "dflash", "greedy", "identical to greedy", "length"):
+        expect(page.locator("#table")).to_contain_text(word)
+    for ext in ("csv", "json"):
+        expect(page.locator(f'#files a[href$="spec-arena-results.{ext}"]')).to_be_attached()
+    texts = {n: page.locator(f"#text-{n} .lane-text").inner_text() for n in LANE_IDS}
+    assert texts["dspark"] == texts["dflash"] == texts["greedy"] and texts["greedy"].strip()
+
+
+def screenshot(page, name: str, publish: bool = False) -> Path:
+    """Into the artifacts folder; `publish` (a real model's race) also to $SPEC_ARENA_SCREENSHOT."""
+    page.locator("#settings button.label-wrap").click()  # close the accordion: the picture is the race
+    page.evaluate("() => document.querySelectorAll('[data-testid=toast-body]').forEach(t => t.remove())")
+    page.wait_for_timeout(300)
+    path = artifacts() / name
+    page.screenshot(path=str(path), full_page=True)
+    if publish and os.environ.get("SPEC_ARENA_SCREENSHOT"):
+        dest = Path(os.environ["SPEC_ARENA_SCREENSHOT"])
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest)
+    return path
+
+
+@pytest.mark.browser
+def test_browser_race_stop_and_run_again(app, browser):
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    try:
+        drive(page, app.url, long_tokens=2000, short_tokens=64)
+    except Exception:
+        page.screenshot(path=str(artifacts() / "app-tiny-failure.png"), full_page=True)
+        raise
+    assert screenshot(page, "app-tiny.png").stat().st_size > 10_000
+    page.close()
+
+
+@pytest.mark.browser
+def test_closing_the_page_mid_race_frees_the_arena(app, browser):
+    from gradio_client import Client
+
+    page = browser.new_page()
+    page.goto(app.url)
+    page.wait_for_selector("#run")
+    page.fill("#prompt textarea", "Tell me a long story.")
+    page.locator("#settings button.label-wrap").click()
+    set_max_tokens(page, 2000)
+    page.click("#run")
+    page.wait_for_function(STREAMING_JS, timeout=60_000, polling="raf")
+    page.close()  # Gradio closes the handler; the arena stops within a round and serves the next race
+    out = Client(app.url, verbose=False).submit(PROMPT, 8, api_name="/race").result(timeout=90)  # no deadlock
+    assert out["verdicts"]["dflash"] == "identical to greedy"
+
+
+@pytest.mark.browser
+@pytest.mark.pocket
+def test_browser_on_the_pocket_preset(browser, tmp_path):
+    from spec.presets import resolve
+    from spec.target import SpecError
+
+    try:
+        for kind in ("target", "dspark", "dflash"):
+            resolve("pocket", kind)
+    except SpecError as e:
+        pytest.skip(str(e))
+    app = App(["--preset", "pocket"], tmp_path / "app.log")
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    try:
+        drive(page, app.url, long_tokens=1024, short_tokens=48, hub_error=False)
+        screenshot(page, "app-pocket.png", publish=True)
+    except Exception:
+        page.screenshot(path=str(artifacts() / "app-pocket-failure.png"), full_page=True)
+        raise
+    finally:
+        page.close()
+        app.close()
