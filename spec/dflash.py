@@ -2,7 +2,8 @@
 
 The block is [anchor, mask x (block_size-1)], embedded with the TARGET's embedding; the drafts are
 the logits at slots 1..block_size-1 through the TARGET's lm_head. The checkpoint carries neither:
-`bind(target)` borrows them.
+`bind(target)` borrows them, as Target.embed / Target.lm_head, so a Gemma target's embedding scale
+and logit softcap apply to the drafts too.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ The target's tapped hidden states are fused (fc + hidden_norm) into context rows
 queries come from the block rows only; its keys/values are [context ; block], projected with the
 same weights, and the block attends to all of it with no mask. Context K/V are roped at their
 absolute positions and cached; the cache only grows (block K/V are recomputed each round).
+Layers of type sliding_attention are causal and windowed instead (as vLLM and mlx-dspark run them):
+a row at position p sees keys at positions p - window < k <= p.
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ class BackboneConfig:
             if key not in merged and key in nested:
                 merged[key] = nested[key]
         rope = cfg.get("rope_parameters") or {}
+        if "rope_theta" not in rope and isinstance(rope.get("full_attention"), dict):
+            rope = rope["full_attention"]  # per-layer-type form: these heads rope like full attention
         if "rope_theta" not in merged and "rope_theta" in rope:
             merged["rope_theta"] = rope["rope_theta"]
         if merged.get("rope_scaling") is None and rope.get("rope_type", "default") != "default":
@@ -151,20 +155,42 @@ class DraftLayer(nn.Module):
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
+def layer_windows(cfg: BackboneConfig) -> list[int | None]:
+    """Per layer: None for full attention, the window for sliding_attention (checked here, so a
+    head we cannot run is refused at load time)."""
+    types = list(cfg.layer_types or ["full_attention"] * cfg.num_hidden_layers)
+    if len(types) != cfg.num_hidden_layers:
+        raise SpecError(f"head config has {len(types)} layer_types for {cfg.num_hidden_layers} layers")
+    unknown = sorted(set(types) - {"full_attention", "sliding_attention"})
+    if unknown:
+        raise SpecError(f"head layer_types {unknown} are not supported (full_attention, sliding_attention)")
+    if "sliding_attention" in types and not cfg.sliding_window:
+        raise SpecError("head has sliding_attention layers but no sliding_window in its config")
+    return [int(cfg.sliding_window) if t == "sliding_attention" else None for t in types]
+
+
+def window_mask(q_pos: mx.array, k_pos: mx.array, window: int) -> mx.array:
+    """Boolean mask: query at q_pos sees keys at k_pos with q_pos - window < k_pos <= q_pos."""
+    return (k_pos <= q_pos) & (k_pos > q_pos - window)
+
+
 class Backbone(nn.Module):
     """fc + hidden_norm fusion of the taps, the draft layers, the final norm."""
 
     def __init__(self, cfg: BackboneConfig):
         super().__init__()
-        if any(t == "sliding_attention" for t in (cfg.layer_types or [])):
-            raise SpecError("heads with sliding_attention layers are not supported yet")
         self.config = cfg
+        self._windows = tuple(layer_windows(cfg))  # a tuple: not a parameter tree
         self.fc = nn.Linear(len(cfg.target_layer_ids) * cfg.hidden_size, cfg.hidden_size, bias=False)
         self.hidden_norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
-        self.layers = [DraftLayer(cfg) for _ in range(cfg.num_hidden_layers)]
+        self.layers = [self.make_layer(cfg, i) for i in range(cfg.num_hidden_layers)]
         self.norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
         self.rope = initialize_rope(cfg.head_dim, cfg.rope_theta, False, cfg.rope_scaling,
                                     cfg.max_position_embeddings)
+
+    def make_layer(self, cfg: BackboneConfig, index: int) -> nn.Module:
+        """The Qwen3-style draft layer; a head variant with other layers overrides this."""
+        return DraftLayer(cfg)
 
     def fuse(self, taps: mx.array) -> mx.array:
         return self.hidden_norm(self.fc(taps))
@@ -182,15 +208,19 @@ class Backbone(nn.Module):
         ctx = self.fuse(new_taps) if new_taps is not None and new_taps.shape[1] else None
         pos = start + (ctx.shape[1] if ctx is not None else 0)
         h = block
-        for layer, c in zip(self.layers, cache):
+        S = block.shape[1]
+        for layer, c, window in zip(self.layers, cache, self._windows):
             if ctx is not None:
                 ctx_k, ctx_v = c.update_and_fetch(*layer.self_attn.keys_values(ctx, self.rope, start))
             else:
-                ctx_k, ctx_v = c.state if c.keys is not None else (None, None)
+                ctx_k, ctx_v = c.keys_and_values() if c.keys is not None else (None, None)
             if ctx_k is None:  # no context yet (never in the engine: the prompt is non-empty)
                 B, nkv, hd = h.shape[0], layer.self_attn.n_kv_heads, self.config.head_dim
                 ctx_k = ctx_v = mx.zeros((B, nkv, 0, hd), dtype=h.dtype)
-            h = layer(h, ctx_k, ctx_v, self.rope, pos)
+            mask = None
+            if window is not None:  # context rows sit at positions 0..pos-1, the block after them
+                mask = window_mask(mx.arange(pos, pos + S)[:, None], mx.arange(pos + S)[None], window)
+            h = layer(h, ctx_k, ctx_v, self.rope, pos, mask)
         return self.norm(h)
 
     def block_hidden(self, cache: list[KVCache], new_taps: mx.array | None, anchor: int) -> mx.array:
@@ -204,13 +234,14 @@ class Backbone(nn.Module):
         block: [N, S, H] embedded blocks; ctx: fused context [1, T, H] (all positions);
         anchors: [N] position of each block's anchor; mask: additive or boolean [N, 1, S, T+S].
         """
-        N = block.shape[0]
+        N, S = block.shape[:2]
         h = block
-        for layer in self.layers:
+        for layer, window in zip(self.layers, self._windows):
             k, v = layer.self_attn.keys_values(ctx, self.rope, 0)
             k = mx.broadcast_to(k, (N,) + k.shape[1:])
             v = mx.broadcast_to(v, (N,) + v.shape[1:])
-            h = layer(h, k, v, self.rope, anchors, mask)
+            h = layer(h, k, v, self.rope, anchors, mask if window is None else
+                      _and_mask(mask, training_window_mask(anchors, ctx.shape[1], S, window)))
         return self.norm(h)
 
 
@@ -220,6 +251,23 @@ def training_mask(anchors: mx.array, ctx_len: int, block_size: int) -> mx.array:
     ctx = mx.broadcast_to(ctx[:, None, None, :], (anchors.shape[0], 1, block_size, ctx_len))
     own = mx.ones((anchors.shape[0], 1, block_size, block_size), dtype=mx.bool_)
     return mx.concatenate([ctx, own], axis=-1)
+
+
+def training_window_mask(anchors: mx.array, ctx_len: int, block_size: int, window: int) -> mx.array:
+    """Boolean [N, 1, S, T+S] of a sliding layer in train_blocks: context key t sits at position t,
+    block key j of block n at anchors[n] + j; queries at anchors[n] + i."""
+    blk = anchors[:, None] + mx.arange(block_size)[None]  # [N, S] positions of the block rows
+    keys = mx.concatenate([mx.broadcast_to(mx.arange(ctx_len)[None], (anchors.shape[0], ctx_len)), blk], axis=1)
+    return window_mask(blk[:, :, None], keys[:, None, :], window)[:, None]
+
+
+def _and_mask(mask: mx.array | None, allowed: mx.array) -> mx.array:
+    """Restrict a boolean or additive attention mask to `allowed` positions."""
+    if mask is None:
+        return allowed
+    if mask.dtype == mx.bool_:
+        return mask & allowed
+    return mask + mx.where(allowed, 0.0, -mx.inf).astype(mask.dtype)
 
 
 # -- loading ------------------------------------------------------------------------------------

@@ -34,6 +34,22 @@ class DSparkConfig(BackboneConfig):
     def confidence_with_markov(self) -> bool:
         return self.confidence and bool(self.raw.get("confidence_head_with_markov", False))
 
+    @property
+    def is_gemma4(self) -> bool:
+        return "Gemma4DSparkModel" in (self.raw.get("architectures") or [])
+
+
+def check_family(config: DSparkConfig, target: Target, who: str = "DSpark head") -> None:
+    """A Gemma4DSparkModel head drafts only for a Gemma-4 target, a Qwen3DSparkModel head only for
+    the others (its layers, embedding scale and softcap belong to its family), whatever the sizes."""
+    if config.is_gemma4 and not target.is_gemma4:
+        raise SpecError(f"{who} is a Gemma-4 head (Gemma4DSparkModel) but the target is a "
+                        f"{target.model_type or 'non-Gemma'} model; use the DSpark head made for this target")
+    if target.is_gemma4 and not config.is_gemma4:
+        arch = (config.raw.get("architectures") or ["Qwen3DSparkModel"])[0]
+        raise SpecError(f"{who} is a {arch} head but the target is Gemma-4 ({target.model_type}); "
+                        "a Gemma-4 target needs a Gemma4DSparkModel head (e.g. deepseek-ai/dspark_gemma4_12b_block7)")
+
 
 class MarkovHead(nn.Module):
     """Vanilla Markov head: logits_k += w2(w1[x_{k-1}]), a rank-r bigram correction."""
@@ -88,6 +104,7 @@ class DSparkDraftModel(Backbone):
         return "confidence_head" in self
 
     def bind(self, target: Target) -> "DSparkDraftModel":
+        check_family(self.config, target)
         check_against_target(self.config, target, "DSpark head")
         return self
 
@@ -134,18 +151,29 @@ class DSparkDraftModel(Backbone):
 
 
 def load_dspark(path_or_repo: str, target: Target | None = None, drafter_bits: int | None = None) -> DSparkDraftModel:
-    """Load a deepseek-ai DSpark head (config.json + safetensors, strict names, no remote code)."""
+    """Load a deepseek-ai DSpark head (config.json + safetensors, strict names, no remote code):
+    Qwen3DSparkModel here, Gemma4DSparkModel through spec.gemma4."""
     _, cfg, weights = load_head_folder(path_or_repo)
     arch = cfg.get("architectures") or []
     if not any(a.endswith("DSparkModel") for a in arch):
         raise SpecError(f"{path_or_repo} is not a DSpark head (architectures {arch or 'missing'})")
-    if cfg.get("model_type") not in ("qwen3",):
-        raise SpecError(f"DSpark head backbone {cfg.get('model_type')!r} is not supported (qwen3)")
+    config_cls, model_cls = DSparkConfig, DSparkDraftModel
+    if "Gemma4DSparkModel" in arch:
+        from .gemma4 import GEMMA4_HEAD_TYPES, Gemma4DSparkConfig, Gemma4DSparkDraftModel
+
+        if cfg.get("model_type") not in GEMMA4_HEAD_TYPES:
+            raise SpecError(f"Gemma4DSparkModel head with model_type {cfg.get('model_type')!r} "
+                            f"(expected {' or '.join(GEMMA4_HEAD_TYPES)})")
+        config_cls, model_cls = Gemma4DSparkConfig, Gemma4DSparkDraftModel
+    elif cfg.get("model_type") not in ("qwen3",):
+        raise SpecError(f"DSpark head backbone {cfg.get('model_type')!r} is not supported (qwen3, or a "
+                        "Gemma4DSparkModel head)")
     overrides: dict[str, Any] = {}
-    config = DSparkConfig.from_dict(cfg, **overrides)
+    config = config_cls.from_dict(cfg, **overrides)
     if target is not None:  # a head for another target is refused before its weights are read
+        check_family(config, target)
         check_against_target(config, target, "DSpark head")
-    model = DSparkDraftModel(config)
+    model = model_cls(config)
     load_strict(model, weights, f"DSpark head {path_or_repo}", compute_dtype(weights))
     maybe_quantize(model, drafter_bits)
     if target is not None:

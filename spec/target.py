@@ -2,7 +2,9 @@
 
 We walk the model's own decoder layers instead of re-implementing them, so every family that
 mlx-lm supports with the usual `model.layers / embed_tokens / norm` layout works (llama, qwen2,
-qwen3, ...). One loaded Target is shared by many engines; each engine owns its cache.
+qwen3, ...). Gemma-4 gets its own walk (scaled embedding, per-layer inputs, shared-KV layers,
+sliding-window layers on a cache that can be trimmed, logit softcap). One loaded Target is
+shared by many engines; each engine owns its cache.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from typing import Any, Sequence
 import mlx.core as mx
 import mlx.nn as nn
 from mlx_lm.models.base import create_attention_mask
-from mlx_lm.models.cache import make_prompt_cache, trim_prompt_cache
+from mlx_lm.models.cache import KVCache, make_prompt_cache, trim_prompt_cache
 
-SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3")
+GEMMA4_FAMILIES = ("gemma4", "gemma4_text")  # multimodal hub checkpoints (text under language_model), text-only
+SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3") + GEMMA4_FAMILIES
 
 
 class SpecError(ValueError):
@@ -65,6 +68,80 @@ def _language_model(model: nn.Module) -> tuple[nn.Module, nn.Module]:
     return outer, inner
 
 
+class WindowKVCache:
+    """Sliding-window K/V that can be trimmed after a verify, unlike mlx-lm's RotatingKVCache.
+
+    A RotatingKVCache overwrites old rows in place once it is full and then refuses to trim, so
+    rejected draft rows could not be rolled back. Here rows stay in temporal order: `start` is the
+    absolute position of row 0 and `offset` the position after the last row. Rows that no query of
+    the current or a later chunk can see (position <= offset - window) are dropped only when the
+    buffer must grow, so memory stays near window + step rows and a trim of the newest rows is
+    always possible (the engine only trims rows of the chunk it just verified).
+    """
+
+    step = 256
+
+    def __init__(self, window: int):
+        self.window = int(window)
+        self.keys = self.values = None
+        self.start = self.offset = 0
+
+    def reserve(self, n: int) -> None:
+        """Make room for n new rows; when the buffer must grow, first drop the rows outside every
+        future query's window (position <= offset - window)."""
+        used = self.offset - self.start
+        if self.keys is None or used + n <= self.keys.shape[2]:
+            return
+        drop = max(0, min(used, self.offset - self.window + 1 - self.start))
+        keep = used - drop
+        cap = (keep + n + self.step - 1) // self.step * self.step
+        B, H, _, D = self.keys.shape
+        new_k = mx.zeros((B, H, cap, D), self.keys.dtype)
+        new_v = mx.zeros((B, H, cap, self.values.shape[3]), self.values.dtype)
+        new_k[..., :keep, :] = self.keys[..., drop:used, :]
+        new_v[..., :keep, :] = self.values[..., drop:used, :]
+        self.keys, self.values, self.start = new_k, new_v, self.start + drop
+
+    def update_and_fetch(self, keys: mx.array, values: mx.array) -> tuple[mx.array, mx.array]:
+        n = keys.shape[2]
+        if self.keys is None:
+            B, H, _, D = keys.shape
+            cap = (n + self.step - 1) // self.step * self.step
+            self.keys = mx.zeros((B, H, cap, D), keys.dtype)
+            self.values = mx.zeros((B, H, cap, values.shape[3]), values.dtype)
+        self.reserve(n)
+        used = self.offset - self.start
+        self.keys[..., used : used + n, :] = keys
+        self.values[..., used : used + n, :] = values
+        self.offset += n
+        return self.keys[..., : used + n, :], self.values[..., : used + n, :]
+
+    def mask(self, n: int) -> mx.array:
+        """Boolean [n, rows] for n new queries: causal, and each sees only its last `window` keys.
+        Call after reserve(n): the rows are those update_and_fetch will return."""
+        q = mx.arange(self.offset, self.offset + n)[:, None]
+        k = mx.arange(self.start, self.offset + n)[None]
+        return (k <= q) & (k > q - self.window)
+
+    def size(self) -> int:
+        return self.offset - self.start
+
+    def empty(self) -> bool:
+        return self.keys is None
+
+    def is_trimmable(self) -> bool:
+        return True
+
+    def trim(self, n: int) -> int:
+        n = min(self.offset - self.start, n)
+        self.offset -= n
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self.keys is None else self.keys.nbytes + self.values.nbytes
+
+
 @dataclass
 class Target:
     """A loaded mlx-lm model plus what drafters need to read from it."""
@@ -79,24 +156,39 @@ class Target:
     def __post_init__(self) -> None:
         self.outer, self.inner = _language_model(self.model)
         self.model_type = self.config.get("model_type", "")
+        self.is_gemma4 = self.model_type in GEMMA4_FAMILIES
+        # a multimodal Gemma-4 config keeps the text model's keys under text_config; mlx-lm's own
+        # args are the ground truth there (it also moves the top-level vocab_size into them)
+        cfg = dict(vars(self.outer.args)) if self.is_gemma4 else self.config
         self.num_layers = len(self.inner.layers)
-        self.hidden_size = int(self.config.get("hidden_size") or self.inner.embed_tokens.weight.shape[1])
-        self.vocab_size = int(self.config.get("vocab_size") or self.inner.embed_tokens.weight.shape[0])
-        self.max_context = int(self.config.get("max_position_embeddings") or 1 << 30)
-        self.sliding_window = self.config.get("sliding_window")
+        self.hidden_size = int(cfg.get("hidden_size") or self.inner.embed_tokens.weight.shape[1])
+        self.vocab_size = int(cfg.get("vocab_size") or self.inner.embed_tokens.weight.shape[0])
+        self.max_context = int(cfg.get("max_position_embeddings") or 1 << 30)
+        self.sliding_window = cfg.get("sliding_window")
+        # Gemma: embeddings x sqrt(H) and tanh-softcapped logits (the model's own constants)
+        self.embed_scale = getattr(self.inner, "embed_scale", None) if self.is_gemma4 else None
+        self.softcap = getattr(self.outer, "final_logit_softcapping", None) if self.is_gemma4 else None
         eos = getattr(self.tokenizer, "eos_token_ids", None) or {getattr(self.tokenizer, "eos_token_id", None)}
         self.eos_ids = {int(e) for e in eos if e is not None}
 
     # -- the pieces drafters bind to ----------------------------------------------------------
     def embed(self, ids: mx.array) -> mx.array:
-        return self.inner.embed_tokens(ids)
+        """Input embeddings as the model's first layer sees them (scaled for Gemma)."""
+        h = self.inner.embed_tokens(ids)
+        return h * self.embed_scale if self.embed_scale is not None else h
 
     def lm_head(self, h: mx.array) -> mx.array:
-        """Logits from final-normed hidden states (tied embedding when there is no lm_head)."""
+        """Logits from final-normed hidden states (tied embedding when there is no lm_head;
+        tanh softcap for Gemma)."""
         head = getattr(self.outer, "lm_head", None)
-        return head(h) if head is not None else self.inner.embed_tokens.as_linear(h)
+        out = head(h) if head is not None else self.inner.embed_tokens.as_linear(h)
+        if self.softcap:
+            out = mx.tanh(out / self.softcap) * self.softcap
+        return out
 
     def make_cache(self) -> list:
+        if self.is_gemma4:
+            return self._gemma4_cache()
         return make_prompt_cache(self.model)
 
     @staticmethod
@@ -124,6 +216,16 @@ class Target:
         want = {int(t): None for t in taps}
         if -1 in want:
             want[-1] = h
+        if self.is_gemma4:
+            h = self._gemma4_layers(ids, h, cache, want)
+        else:
+            h = self._layers(h, cache, want)
+        logits = self.lm_head(self.inner.norm(h[:, -1:] if last_only else h))
+        hidden = mx.concatenate([want[int(t)] for t in taps], axis=-1) if taps else None
+        return logits, hidden
+
+    def _layers(self, h: mx.array, cache: list, want: dict) -> mx.array:
+        """llama / qwen2 / qwen3: one cache per layer, a causal (or windowed) mask."""
         window = self.sliding_window
         full_mask = create_attention_mask(h, cache[0])
         for i, (layer, c) in enumerate(zip(self.inner.layers, cache)):
@@ -132,9 +234,44 @@ class Target:
             h = layer(h, mask, c)
             if i in want:
                 want[i] = h
-        logits = self.lm_head(self.inner.norm(h[:, -1:] if last_only else h))
-        hidden = mx.concatenate([want[int(t)] for t in taps], axis=-1) if taps else None
-        return logits, hidden
+        return h
+
+    # -- Gemma-4 ------------------------------------------------------------------------------
+    def _gemma4_cache(self) -> list:
+        """Full-attention layers on a KVCache, sliding ones on a trimmable WindowKVCache; none for
+        the shared-KV layers at the end (they reuse an earlier layer's K/V), as mlx-lm lays it out."""
+        n_own = len(self.inner.layers) - int(getattr(self.outer.args, "num_kv_shared_layers", 0) or 0)
+        return [KVCache() if layer.layer_type == "full_attention" else WindowKVCache(self.inner.window_size)
+                for layer in self.inner.layers[:n_own]]
+
+    def _gemma4_layers(self, ids: mx.array, h: mx.array, cache: list, want: dict) -> mx.array:
+        """The walk of mlx-lm's Gemma4TextModel: per-layer inputs (E2B/E4B), shared K/V for the last
+        num_kv_shared_layers layers, one mask per layer type; h is the scaled embedding."""
+        inner = self.inner
+        per_layer = None
+        if inner.hidden_size_per_layer_input:
+            per_layer = inner._project_per_layer_inputs(h, inner._get_per_layer_inputs(ids))
+        cache = list(cache) + [None] * (len(inner.layers) - len(cache))
+        masks: dict[str, Any] = {}
+        for layer, c in zip(inner.layers, cache):
+            kind = layer.layer_type
+            if kind in masks or c is None:
+                continue
+            if isinstance(c, WindowKVCache):
+                c.reserve(h.shape[1])
+                masks[kind] = c.mask(h.shape[1])
+            else:
+                masks[kind] = create_attention_mask(h, c)
+        shared: list[tuple] = [(None, None)] * len(inner.layers)
+        for i, (layer, c) in enumerate(zip(inner.layers, cache)):
+            kvs, offset = shared[inner.previous_kvs[i]]
+            h, kvs, offset = layer(h, masks[layer.layer_type], c,
+                                   per_layer_input=per_layer[:, :, i, :] if per_layer is not None else None,
+                                   shared_kv=kvs, offset=offset)
+            shared[i] = (kvs, offset)
+            if i in want:
+                want[i] = h
+        return h
 
     # -- text ---------------------------------------------------------------------------------
     def encode_chat(self, prompt: str, chat: bool = True) -> list[int]:

@@ -36,7 +36,7 @@ def test_bad_input_is_one_clear_line(tiny_dir):
         (["--mode", "dflash", "--model", str(tiny_dir / "qwen3"), "--drafter", str(tiny_dir / "dflash-qwen3"),
           "--max-draft", "99"], "max draft 99 is outside 1..7"),
         (["--mode", "dspark", "--model", str(tiny_dir / "qwen3"), "--drafter", str(tiny_dir / "missing")], "not found"),
-        (["--family", "gemma4"], "not yet supported"),
+        (["--family", "nope"], "unknown preset 'nope'"),
     ]
     for args, words in cases:
         p = spec(*args, check=False)

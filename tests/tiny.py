@@ -151,3 +151,131 @@ def make_dspark_head(folder: Path, target_cfg: dict, taps=(1, 3), block_size: in
     mx.save_safetensors(str(folder / "model.safetensors"), w)
     (folder / "config.json").write_text(json.dumps(cfg))
     return folder
+
+
+# -- Gemma-4 ------------------------------------------------------------------------------------
+
+GEMMA4_ROPE = {
+    "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1_000_000.0},
+    "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+}
+
+
+def gemma4_text_config(layers: int = 8, hidden: int = 64, vocab: int = 288, window: int = 8,
+                       max_pos: int = 512, **extra) -> dict:
+    """A Gemma-4 text config shaped like the 12B (K = V global layers, no per-layer inputs, no shared
+    KV), scaled down: 3 sliding layers then 1 full, a small window so prompts cross it cheaply."""
+    cfg = {
+        "model_type": "gemma4_text", "hidden_size": hidden, "num_hidden_layers": layers,
+        "intermediate_size": 2 * hidden, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+        "global_head_dim": 32, "num_global_key_value_heads": 1, "attention_k_eq_v": True,
+        "rms_norm_eps": 1e-6, "vocab_size": vocab, "vocab_size_per_layer_input": vocab,
+        "hidden_size_per_layer_input": 0, "num_kv_shared_layers": 0, "use_double_wide_mlp": False,
+        "enable_moe_block": False, "sliding_window": window, "max_position_embeddings": max_pos,
+        "final_logit_softcapping": 30.0, "rope_parameters": GEMMA4_ROPE, "tie_word_embeddings": True,
+        "layer_types": (["sliding_attention"] * 3 + ["full_attention"]) * (layers // 4),
+        "hidden_activation": "gelu_pytorch_tanh", "attention_bias": False, "attention_dropout": 0.0,
+        "pad_token_id": 0, "eos_token_id": 2, "bos_token_id": 1,
+    }
+    cfg.update(extra)
+    return cfg
+
+
+def make_gemma4_target(folder: Path, layout: str = "gemma4", seed: int = 0, bits: int = 0, gain: float = 5.0,
+                       **text_extra) -> Path:
+    """A random Gemma-4 mlx-lm folder. layout "gemma4": the hub's multimodal config (text model
+    under text_config, weights under language_model.); "gemma4_text": a text-only checkpoint.
+    `gain` scales the post-attention / post-feedforward norms so the layers outweigh the x sqrt(H)
+    embedding: the greedy tokens then depend on the context, and a stale cache row shows."""
+    from mlx_lm.models import gemma4, gemma4_text
+
+    folder.mkdir(parents=True, exist_ok=True)
+    write_tokenizer(folder)
+    text = gemma4_text_config(**text_extra)
+    if layout == "gemma4":
+        cfg = {"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"],
+               "text_config": text, "vocab_size": text["vocab_size"], "eos_token_id": 2, "bos_token_id": 1}
+        mod = gemma4
+    else:
+        cfg = dict(text, architectures=["Gemma4ForCausalLM"])
+        mod = gemma4_text
+    mx.random.seed(seed)
+    model = mod.Model(mod.ModelArgs.from_dict(cfg))
+    inner = getattr(model, "language_model", model).model
+    inner.embed_tokens.weight = mx.random.normal(inner.embed_tokens.weight.shape)
+    for layer in inner.layers:
+        layer.post_attention_layernorm.weight = layer.post_attention_layernorm.weight * gain
+        layer.post_feedforward_layernorm.weight = layer.post_feedforward_layernorm.weight * gain
+    if bits:
+        import mlx.nn as nn
+
+        nn.quantize(model, group_size=32, bits=bits)
+        cfg["quantization"] = {"group_size": 32, "bits": bits}
+    mx.save_safetensors(str(folder / "model.safetensors"), dict(tree_flatten(model.parameters())))
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder
+
+
+def text_config_of(target_cfg: dict) -> dict:
+    return dict(target_cfg.get("text_config") or target_cfg)
+
+
+def make_gemma4_dspark_head(folder: Path, target_cfg: dict, taps=(1, 5), block_size: int = 7, layers: int = 2,
+                            rank: int = 8, confidence: bool = True, seed: int = 3, mask_token_id: int = 3,
+                            model_type: str = "gemma4") -> Path:
+    """deepseek-ai's Gemma4DSparkModel layout (DeepSpec gemma4/modeling.py): a copy of the target's
+    text config; global_head_dim heads, K = V (no v_proj, v_norm has no weight), four norms and a
+    layer_scalar per layer, own embed_tokens / lm_head, Markov and confidence heads."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    text = text_config_of(target_cfg)
+    H, V, I = text["hidden_size"], text["vocab_size"], text["intermediate_size"]
+    hd, nh, nkv = text["global_head_dim"], text["num_attention_heads"], text["num_global_key_value_heads"]
+    cfg = dict(text)
+    cfg.update({
+        "architectures": ["Gemma4DSparkModel"], "model_type": model_type, "target_model_type": "gemma4",
+        "target_text_model_type": "gemma4_text", "num_target_layers": text["num_hidden_layers"],
+        "num_hidden_layers": layers, "block_size": block_size, "tie_word_embeddings": False,
+        "layer_types": ["full_attention"] * layers, "mask_token_id": mask_token_id,
+        "target_layer_ids": list(taps), "num_anchors": 512, "enable_confidence_head": confidence,
+        "confidence_head_with_markov": confidence, "markov_rank": rank, "markov_head_type": "vanilla",
+    })
+    w = {"fc.weight": _rand(rng, H, len(taps) * H), "hidden_norm.weight": mx.ones((H,)), "norm.weight": mx.ones((H,)),
+         "embed_tokens.weight": _rand(rng, V, H, std=1.0), "lm_head.weight": _rand(rng, V, H, std=0.5)}
+    for i in range(layers):
+        p = f"layers.{i}."
+        w[p + "self_attn.q_proj.weight"] = _rand(rng, nh * hd, H)
+        w[p + "self_attn.k_proj.weight"] = _rand(rng, nkv * hd, H)
+        w[p + "self_attn.o_proj.weight"] = _rand(rng, H, nh * hd)
+        w[p + "self_attn.q_norm.weight"] = mx.ones((hd,))
+        w[p + "self_attn.k_norm.weight"] = mx.ones((hd,))
+        w[p + "mlp.gate_proj.weight"] = _rand(rng, I, H)
+        w[p + "mlp.up_proj.weight"] = _rand(rng, I, H)
+        w[p + "mlp.down_proj.weight"] = _rand(rng, H, I)
+        for norm in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                     "post_feedforward_layernorm"):
+            w[p + norm + ".weight"] = mx.ones((H,))
+        w[p + "layer_scalar"] = mx.array([0.9])
+    if rank:
+        w["markov_head.markov_w1.weight"] = _rand(rng, V, rank, std=1.0)
+        w["markov_head.markov_w2.weight"] = _rand(rng, V, rank, std=0.5)
+    if confidence:
+        w["confidence_head.proj.weight"] = _rand(rng, 1, H + rank)
+        w["confidence_head.proj.bias"] = mx.array([2.0])
+    mx.save_safetensors(str(folder / "model.safetensors"), w)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder
+
+
+def make_gemma4_dflash_head(folder: Path, target_cfg: dict, taps=(1, 5), block_size: int = 8, layers: int = 3,
+                            window: int = 6, seed: int = 4, mask_token_id: int = 3) -> Path:
+    """A z-lab DFlash head for a Gemma target: the usual Qwen3-style backbone (model_type qwen3),
+    some layers of type sliding_attention with a sliding_window."""
+    text = text_config_of(target_cfg)
+    make_dflash_head(folder, text, taps=taps, block_size=block_size, layers=layers, seed=seed,
+                     mask_token_id=mask_token_id)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update({"layer_types": (["sliding_attention", "full_attention"] * layers)[:layers],
+                "sliding_window": window, "use_sliding_window": True})
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder
