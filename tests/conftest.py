@@ -2,7 +2,11 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
+from spec.cpu import ensure_fast_blas
+
+ensure_fast_blas(reexec=False)  # before MLX loads: the fast CPU BLAS for the whole test session
+
+import pytest  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 import tiny  # noqa: E402

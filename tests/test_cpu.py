@@ -131,7 +131,8 @@ def _child(code: str, tmp_path: Path, args=(), env_extra=None, module=False) -> 
            if k not in ("LD_PRELOAD", cpu.ENV_GUARD, cpu.ENV_CHOICE, "OPENBLAS_NUM_THREADS")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.update(env_extra or {})
-    cmd = [sys.executable, "-m", "blascheck", *args] if module else [sys.executable, str(tmp_path / "blascheck.py"), *args]
+    entry = ["-m", "blascheck"] if module else [str(tmp_path / "blascheck.py")]
+    cmd = [sys.executable, *entry, *args]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
@@ -178,3 +179,29 @@ def test_in_process_load_before_mlx(tmp_path):
     """
     out = _child(code, tmp_path)
     assert "in-process" in out and "info OpenBLAS" in out
+
+
+# -- the bench's configurations (no model run: that is `python -m spec bench --curve`) -------------
+def test_bench_configs_and_table(monkeypatch):
+    from spec import bench
+
+    monkeypatch.setenv("LD_PRELOAD", f"{LIB} /x/libfoo.so")
+    monkeypatch.setattr(cpu, "find_openblas", lambda choice=None: LIB)
+    configs = dict(bench.curve_configs([1, 2]))
+    assert list(configs) == ["stock", "openblas 1t", "openblas 2t"]
+    stock = configs["stock"]
+    assert stock["LD_PRELOAD"] == "/x/libfoo.so" and stock["SPEC_ARENA_BLAS"] == "stock"
+    fast = configs["openblas 2t"]
+    assert fast["LD_PRELOAD"].split()[0] == LIB and fast["OPENBLAS_NUM_THREADS"] == "2"
+    assert "SPEC_ARENA_BLAS" not in fast and all(env[cpu.ENV_GUARD] == "1" for env in configs.values())
+
+    def result(scale, tok_s):
+        return {"curve_ms": {str(t): 100.0 * (1 + scale * (t - 1)) for t in bench.CURVE_TS}, "greedy_tok_s": tok_s}
+
+    table = bench.to_markdown(bench.curve_table([("stock", result(1.0, 5.0)), ("openblas 1t", result(0.05, 10.0))]))
+    lines = table.splitlines()
+    assert lines[0].startswith("| config | T=1 ms") and len(lines) == 4
+    assert "| stock | 100.0 (1.00x)" in lines[2] and "| 16.00 | 5.0 | 1.00x |" in lines[2]
+    assert "175.0 (1.75x)" in lines[3] and lines[3].endswith("| 1.75 | 10.0 | 2.00x |")
+    joined = bench.combine([result(1.0, 4.0), result(1.0, 6.0), result(1.0, 9.0)])
+    assert joined["greedy_tok_s"] == 6.0
