@@ -1,4 +1,9 @@
-"""Benchmarks: `python -m spec bench --curve` (the target's verify-cost curve).
+"""Benchmarks: `python -m spec bench` (head to head) and `python -m spec bench --curve`.
+
+Head to head: greedy (ours and mlx-lm's), DSpark caps 2 / 4 / full and DFlash caps 2 / full over the
+held-out prompts of each domain, after a warm-up, several trials each (median tok/s); the table
+"method x domain: accept / tok/s / speedup" as markdown, CSV, JSON and a PNG plot. At T = 0 every
+row's tokens must equal the greedy baseline's, or the run fails.
 
 Speculative decoding pays only if verifying T drafted tokens costs little more than one step.
 The curve measures that: the target's forward time for T = 1, 2, 4, 8, 16 new tokens on a warm
@@ -17,7 +22,13 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
+
+import numpy as np
+
+from .target import SpecError
 
 CURVE_TS = (1, 2, 4, 8, 16)
 CONTEXT_TOKENS = 128
@@ -227,6 +238,180 @@ def run_curve(model: str | None, runs: int, greedy_tokens: int, context: int,
     return 0
 
 
+# -- head to head -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    kind: str  # "greedy" | "mlx-lm" | "dspark" | "dflash"
+    cap: int = 0  # drafts verified per round; 0 = the head's whole block
+
+
+def methods(heads: dict) -> list[Method]:
+    """The original release's rows: greedy, mlx-lm, DSpark caps 2 / 4 / full, DFlash caps 2 / full."""
+    out = [Method("greedy (ours)", "greedy"), Method("greedy (mlx-lm)", "mlx-lm")]
+    if "dspark" in heads:
+        full = heads["dspark"].max_drafts
+        out += [Method(f"DSpark cap {c}", "dspark", c) for c in (2, 4) if c < full]
+        out.append(Method(f"DSpark full ({full})", "dspark", full))
+    if "dflash" in heads:
+        full = heads["dflash"].max_drafts
+        out += [Method("DFlash cap 2", "dflash", 2), Method(f"DFlash full ({full})", "dflash", full)]
+    return out
+
+
+def mlx_lm_greedy(target: Any, prompt_ids: list[int], max_new_tokens: int) -> tuple[list[int], float]:
+    """mlx-lm's own stream_generate (greedy): (token ids, decode tok/s it reports)."""
+    from mlx_lm.generate import stream_generate
+
+    ids, tps = [], 0.0
+    for r in stream_generate(target.model, target.tokenizer, prompt_ids, max_tokens=max_new_tokens):
+        ids.append(r.token)
+        tps = r.generation_tps
+    return ids, tps
+
+
+def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_new_tokens: int,
+               sampling: Any, profile: bool = False) -> dict:
+    """One generation: tokens, accept lengths, decode seconds (and the drafter's share if profiled)."""
+    from .engine import Engine
+
+    if m.kind == "mlx-lm":
+        ids, tps = mlx_lm_greedy(target, prompt_ids, max_new_tokens)
+        ids = ids[: next((i + 1 for i, t in enumerate(ids) if t in target.eos_ids), len(ids))]
+        return {"ids": ids, "tok_s": tps, "accept": [], "draft_s": 0.0, "decode_s": 0.0}
+    head = heads.get(m.kind)
+    eng = Engine(target, head, max_draft=m.cap, sampling=sampling, name=m.name, profile=profile)
+    r = eng.generate(prompt_ids, max_new_tokens)
+    return {"ids": r.token_ids, "tok_s": r.decode_tokens_per_sec, "accept": r.accept_lengths,
+            "draft_s": r.draft_seconds, "decode_s": r.decode_seconds}
+
+
+def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int = 3, max_new_tokens: int = 96,
+                 temperature: float = 0.0, seed: int = 0, progress: bool = True) -> "Any":
+    """Every method on every prompt, `trials` times (median tok/s), after a warm-up.
+
+    At T = 0 every method's tokens must equal our greedy baseline's: a mismatch raises."""
+    import pandas as pd
+    from tqdm import tqdm
+
+    from .verify import Sampling
+
+    sampling = Sampling(temperature, seed=seed)
+    ms = methods(heads)
+    encoded = [(p["domain"], target.encode_chat(p["prompt"])) for p in prompts]
+    for m in ms:  # warm-up: compile paths, fill allocator caches
+        run_method(target, heads, m, encoded[0][1], 16, sampling)
+    rows = []
+    bar = tqdm(total=len(encoded) * len(ms), desc="bench", unit="run", disable=not progress)
+    for pi, (domain, ids) in enumerate(encoded):
+        reference = None
+        for m in ms:
+            runs = [run_method(target, heads, m, ids, max_new_tokens, sampling) for _ in range(trials)]
+            prof = run_method(target, heads, m, ids, max_new_tokens, sampling, profile=True) \
+                if m.kind in ("dspark", "dflash") else runs[0]
+            out = runs[0]["ids"]
+            if m.kind == "greedy":
+                reference = out
+            elif temperature == 0 and reference is not None and out != reference:
+                where = next((i for i, (a, b) in enumerate(zip(out, reference)) if a != b), min(len(out), len(reference)))
+                raise SpecError(f"{m.name} differs from greedy on prompt {pi} ({domain}) at token {where}")
+            verify_s = prof["decode_s"] - prof["draft_s"]
+            rows.append({
+                "domain": domain, "method": m.name, "prompt": pi, "tokens": len(out),
+                "rounds": len(runs[0]["accept"]), "committed": sum(runs[0]["accept"]),
+                "tok_s": float(np.median([r["tok_s"] for r in runs])),
+                "draft_ms_per_round": 1000 * prof["draft_s"] / max(1, len(prof["accept"])),
+                "draft_share": prof["draft_s"] / verify_s if prof["draft_s"] and verify_s > 0 else 0.0,
+            })
+            bar.update(1)
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+def summarise(runs: "Any") -> "Any":
+    """method x domain: accept (committed / rounds), median-of-trials tok/s summed over prompts, speedup."""
+    import pandas as pd
+
+    g = runs.groupby(["method", "domain"], sort=False)
+    out = pd.DataFrame({
+        "accept": g["committed"].sum() / g["rounds"].sum().where(g["rounds"].sum() > 0),
+        "tok/s": g["tok_s"].median(),
+        "draft % of verify": 100 * g["draft_share"].median(),
+    }).reset_index()
+    base = out[out["method"] == "greedy (ours)"].set_index("domain")["tok/s"]
+    out["speedup"] = out["tok/s"] / out["domain"].map(base)
+    return out
+
+
+def write_outputs(runs: "Any", table: "Any", out: Path, header: str) -> list[Path]:
+    """table.md / table.csv / table.json / runs.csv and speedup.png in `out`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    wide = table.pivot(index="method", columns="domain", values=["accept", "tok/s", "speedup"])
+    cells = table.assign(cell=lambda d: d.apply(
+        lambda r: f"{r['accept']:.2f} / {r['tok/s']:.1f} / {r['speedup']:.2f}x" if r["accept"] == r["accept"]
+        else f"- / {r['tok/s']:.1f} / {r['speedup']:.2f}x", axis=1))
+    grid = cells.pivot(index="method", columns="domain", values="cell").loc[table["method"].unique()]
+    md = header + "\n\naccept / tok/s / speedup vs our greedy\n\n" + to_markdown(grid.reset_index()) + "\n"
+    cost = table.groupby("method", sort=False)["draft % of verify"].median().dropna()
+    if len(cost[cost > 0]):
+        md += "\ndrafter cost, median % of the verify forward: " + ", ".join(
+            f"{m} {v:.1f}%" for m, v in cost.items() if v > 0) + "\n"
+    paths = [out / "table.md", out / "table.csv", out / "table.json", out / "runs.csv", out / "speedup.png"]
+    paths[0].write_text(md)
+    table.to_csv(paths[1], index=False)
+    table.to_json(paths[2], orient="records", indent=1)
+    runs.to_csv(paths[3], index=False)
+    ax = wide["speedup"].loc[table["method"].unique()].plot.bar(figsize=(9, 4.5), rot=20)
+    ax.axhline(1.0, color="gray", lw=0.8)
+    ax.set_ylabel("speedup vs greedy (decode tok/s)")
+    ax.set_title(header.splitlines()[0].lstrip("# "))
+    plt.tight_layout()
+    plt.savefig(paths[4], dpi=120)
+    plt.close()
+    return paths
+
+
+def default_prompts(per_domain: int) -> list[dict]:
+    """The held-out demo prompts (assets/prompts), then more held-out prompts from spec.prompts."""
+    from .prompts import build_sets, load_prompts
+
+    assets = Path(__file__).resolve().parent.parent / "assets" / "prompts"
+    out = []
+    for domain in ("chat", "code", "math"):
+        pool = load_prompts(assets / f"{domain}.jsonl") if (assets / f"{domain}.jsonl").exists() else []
+        pool += [p for p in build_sets(1, seed=0)[domain]["heldout"] if p["prompt"] not in {q["prompt"] for q in pool}]
+        out += pool[:per_domain]
+    return out
+
+
+def run_head_to_head(a: argparse.Namespace) -> int:
+    from .cpu import blas_info
+    from .prompts import load_prompts
+    from .race import load_preset_arena
+
+    prompts = load_prompts(Path(a.prompts)) if a.prompts else default_prompts(a.per_domain)
+    arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash)
+    try:
+        runs = arena.call(lambda: head_to_head(arena.target, arena.heads, prompts, trials=a.trials,
+                                               max_new_tokens=a.max_new_tokens, temperature=a.temperature))
+    finally:
+        arena.close()
+    table = summarise(runs)
+    header = (f"# {a.preset if not a.target else a.target}: {len(prompts)} prompts, {a.trials} trials, "
+              f"{a.max_new_tokens} new tokens, T={a.temperature}\n{machine_line()}; BLAS {blas_info()}; "
+              f"{time.strftime('%Y-%m-%d')}")
+    paths = write_outputs(runs, table, Path(a.out), header)
+    print(paths[0].read_text())
+    print("written: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 def main(argv: list[str]) -> int:
     """`python -m spec bench ...`; returns the exit status."""
     p = argparse.ArgumentParser(prog="python -m spec bench", description=__doc__.splitlines()[0])
@@ -238,6 +423,17 @@ def main(argv: list[str]) -> int:
     p.add_argument("--threads", default=None, help="OpenBLAS thread counts to compare, e.g. 1,2")
     p.add_argument("--rounds", type=int, default=1, help="repeat all configurations, interleaved (noisy machines)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    h = p.add_argument_group("head to head (the default)")
+    h.add_argument("--preset", default="pocket")
+    h.add_argument("--target", default=None, help="target folder or hub id (overrides the preset)")
+    h.add_argument("--dspark", default=None)
+    h.add_argument("--dflash", default=None)
+    h.add_argument("--prompts", default=None, help="jsonl of {domain, prompt} (default: held-out prompts)")
+    h.add_argument("--per-domain", type=int, default=3)
+    h.add_argument("--trials", type=int, default=3)
+    h.add_argument("--max-new-tokens", type=int, default=96)
+    h.add_argument("--temperature", type=float, default=0.0)
+    h.add_argument("--out", default="bench-results")
     args = p.parse_args(argv)
     if args.runs < 1 or args.greedy_tokens < 2 or args.context < 1 or args.rounds < 1:
         p.error("--runs and --rounds must be >= 1, --greedy-tokens >= 2, --context >= 1")
@@ -253,8 +449,7 @@ def main(argv: list[str]) -> int:
         if threads and min(threads) < 1:
             p.error("--threads: counts must be >= 1")
         return run_curve(args.model, args.runs, args.greedy_tokens, args.context, threads, args.rounds)
-    p.print_help()
-    return 2
+    return run_head_to_head(args)
 
 
 if __name__ == "__main__":

@@ -284,11 +284,16 @@ def _convert_into(src: Path, folder: Path, quantized: bool) -> None:
     gen = {k: cfg[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
     _write_json(folder / "generation_config.json", gen)
     _write_tokenizer(meta, folder, cfg)
+    _seal(folder, src, quantized=quantized)
+
+
+def _seal(folder: Path, src: Path, **extra: Any) -> None:
+    """Write the marker last: it names the source and every file's size, so a partial folder is never trusted."""
     files = {p.name: p.stat().st_size for p in sorted(folder.iterdir())}
     for p in folder.iterdir():
         _fsync(p)
     marker = {"version": CONVERTER_VERSION, "source": str(src), "source_size": src.stat().st_size,
-              "quantized": quantized, "files": files, "created": time.time()}
+              "files": files, "created": time.time(), **extra}
     _write_json(folder / MARKER, marker)
     _fsync(folder / MARKER)
 
@@ -301,6 +306,8 @@ def _trusted(folder: Path, src: Path | None) -> bool:
             return False
         if src is not None and marker.get("source_size") != src.stat().st_size:
             return False
+        if src is not None and "source_sha256" in marker and marker["source_sha256"] != _sha256(src):
+            return False  # a retrained head of the same size
         return all((folder / n).stat().st_size == size for n, size in marker["files"].items())
     except (OSError, ValueError, KeyError, AttributeError, TypeError):
         return False
@@ -340,6 +347,13 @@ def pocket_target_dir(quantized: bool = False) -> Path:
         raise
     if _trusted(final, src):
         return final
+    return _build_atomically(final, src, lambda tmp: _convert_into(src, tmp, quantized))
+
+
+def _build_atomically(final: Path, src: Path, build: Any) -> Path:
+    """Build `final` from `src` in a private temp dir beside it, then rename it into place (under a
+    lock, so two processes build once). `build(tmp)` writes the files and seals them last."""
+    root = final.parent
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -354,7 +368,7 @@ def pocket_target_dir(quantized: bool = False) -> Path:
         tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
         try:
             tmp.chmod(0o755)  # mkdtemp's 0700 would hide a shared cache from other users
-            _convert_into(src, tmp, quantized)
+            build(tmp)
             if final.exists() or final.is_symlink():
                 trash = Path(tempfile.mkdtemp(prefix=prefix + "old-", dir=root))
                 os.replace(final, trash / "old")
@@ -365,3 +379,49 @@ def pocket_target_dir(quantized: bool = False) -> Path:
             raise
     _fsync(root)
     return final
+
+
+# -- our trained heads ------------------------------------------------------------------------------
+HEADS = Path(__file__).resolve().parent.parent / "assets" / "pocket"
+VOCAB_COPIES = {"embed_tokens.weight": "model.embed_tokens.weight", "lm_head.weight": "model.embed_tokens.weight"}
+
+
+def pocket_head_dir(kind: str) -> Path:
+    """Our trained head for the pocket target, as a complete folder in the published format.
+
+    DFlash ships complete (it borrows the target's embedding and lm_head). A DSpark checkpoint carries
+    its own copies of both (2 x 113 MB here), exact copies of the target's tied embedding: we ship the
+    head without them and write the complete checkpoint next to the converted target, once."""
+    shipped = HEADS / kind
+    if not (shipped / "config.json").exists():
+        raise SpecError(f"no trained pocket {kind} head in {shipped} (train one: python -m spec train --kind {kind})")
+    if kind != "dspark":
+        return shipped
+    src = shipped / "model.safetensors"
+    final = cache_root() / f"{POCKET_NAME}-dspark"
+    if _trusted(final, src):
+        return final
+    target = pocket_target_dir()
+    return _build_atomically(final, src, lambda tmp: _complete_dspark(shipped, target, tmp))
+
+
+def _complete_dspark(shipped: Path, target: Path, folder: Path) -> None:
+    import mlx.core as mx
+
+    weights = mx.load(str(shipped / "model.safetensors"))
+    full = mx.load(str(target / "model.safetensors"))
+    weights.update({name: full[source] for name, source in VOCAB_COPIES.items()})
+    mx.save_safetensors(str(folder / "model.safetensors"), weights, metadata={"format": "mlx"})
+    shutil.copyfile(shipped / "config.json", folder / "config.json")
+    src = shipped / "model.safetensors"
+    _seal(folder, src, quantized=False, source_sha256=_sha256(src))
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

@@ -1,0 +1,45 @@
+"""The head-to-head bench on a tiny random preset: runs in seconds, writes every output, checks losslessness."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from spec import bench
+
+
+def test_head_to_head_smoke(tiny_dir, tmp_path):
+    out = tmp_path / "bench"
+    p = subprocess.run([sys.executable, "-m", "spec", "bench", "--target", str(tiny_dir / "qwen3"),
+                        "--dspark", str(tiny_dir / "dspark-qwen3"), "--dflash", str(tiny_dir / "dflash-qwen3"),
+                        "--per-domain", "1", "--trials", "1", "--max-new-tokens", "8", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    table = pd.read_csv(out / "table.csv")
+    assert set(table["domain"]) == {"chat", "code", "math"}
+    methods = list(dict.fromkeys(table["method"]))
+    assert methods == ["greedy (ours)", "greedy (mlx-lm)", "DSpark cap 2", "DSpark cap 4", "DSpark full (7)",
+                       "DFlash cap 2", "DFlash full (7)"]
+    assert (table[table["method"] == "greedy (ours)"]["speedup"] == 1.0).all()
+    assert (out / "speedup.png").stat().st_size > 1000 and json.loads((out / "table.json").read_text())
+    assert "accept / tok/s / speedup" in (out / "table.md").read_text()
+
+
+def test_a_lossy_method_fails_the_run(qwen3, tiny_dir, monkeypatch):
+    from spec.dflash import load_dflash
+
+    heads = {"dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), qwen3)}
+    real = bench.run_method
+
+    def lossy(target, heads_, m, ids, n, sampling, profile=False):
+        r = real(target, heads_, m, ids, n, sampling, profile)
+        if m.kind == "dflash":
+            r["ids"] = r["ids"][:-1] + [r["ids"][-1] + 1]
+        return r
+
+    monkeypatch.setattr(bench, "run_method", lossy)
+    with pytest.raises(Exception, match="differs from greedy"):
+        bench.head_to_head(qwen3, heads, [{"domain": "code", "prompt": "hi"}], trials=1, max_new_tokens=6,
+                           progress=False)
