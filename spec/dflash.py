@@ -12,8 +12,7 @@ from typing import Any
 
 import mlx.core as mx
 
-from .drafter import (Backbone, BackboneConfig, check_against_target, compute_dtype, load_head_folder,
-                      load_strict, maybe_quantize)
+from .drafter import Backbone, BackboneConfig, build_head, check_against_target, load_head_folder
 from .target import SpecError, Target
 from .verify import Sampling, pick
 
@@ -70,11 +69,4 @@ def load_dflash(path_or_repo: str, target: Target | None = None, drafter_bits: i
         raise SpecError(f"{path_or_repo} is a {arch[0]}, not a DFlash head (architectures DFlashDraftModel)")
     overrides: dict[str, Any] = {"block_size": block_size} if block_size else {}
     config = DFlashConfig.from_dict(cfg, **overrides)
-    if target is not None:  # a head for another target is refused before its weights are read
-        check_against_target(config, target, "DFlash head")
-    model = DFlashDraftModel(config)
-    load_strict(model, weights, f"DFlash head {path_or_repo}", compute_dtype(weights))
-    maybe_quantize(model, drafter_bits)
-    if target is not None:
-        model.bind(target)
-    return model
+    return build_head(DFlashDraftModel, config, weights, target, f"DFlash head {path_or_repo}", drafter_bits)

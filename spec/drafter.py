@@ -321,6 +321,20 @@ def check_against_target(cfg: BackboneConfig, target: Target, who: str) -> None:
         raise SpecError(f"{who} mask_token_id {cfg.mask_token_id} is outside the vocabulary")
 
 
+def build_head(model_cls: type, config: BackboneConfig, weights: dict[str, mx.array], target: Target | None,
+               who: str, drafter_bits: int | None):
+    """The common tail of both loaders: refuse a head made for another target before reading its
+    weights, load them strictly, quantize if asked, bind."""
+    if target is not None:
+        check_against_target(config, target, who)
+    model = model_cls(config)
+    load_strict(model, weights, who, compute_dtype(weights))
+    maybe_quantize(model, drafter_bits)
+    if target is not None:
+        model.bind(target)
+    return model
+
+
 def compute_dtype(weights: dict[str, mx.array]) -> mx.Dtype | None:
     """Half-precision heads run in f32 on the CPU, where bf16/f16 matmuls are several times slower."""
     if mx.default_device() == mx.cpu and any(v.dtype in (mx.bfloat16, mx.float16) for v in weights.values()):

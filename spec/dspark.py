@@ -13,8 +13,7 @@ from typing import Any
 import mlx.core as mx
 import mlx.nn as nn
 
-from .drafter import (Backbone, BackboneConfig, check_against_target, compute_dtype, load_head_folder,
-                      load_strict, maybe_quantize)
+from .drafter import Backbone, BackboneConfig, build_head, check_against_target, load_head_folder
 from .target import SpecError, Target
 from .verify import Sampling, pick
 
@@ -170,12 +169,6 @@ def load_dspark(path_or_repo: str, target: Target | None = None, drafter_bits: i
                         "Gemma4DSparkModel head)")
     overrides: dict[str, Any] = {}
     config = config_cls.from_dict(cfg, **overrides)
-    if target is not None:  # a head for another target is refused before its weights are read
-        check_family(config, target)
-        check_against_target(config, target, "DSpark head")
-    model = model_cls(config)
-    load_strict(model, weights, f"DSpark head {path_or_repo}", compute_dtype(weights))
-    maybe_quantize(model, drafter_bits)
     if target is not None:
-        model.bind(target)
-    return model
+        check_family(config, target)
+    return build_head(model_cls, config, weights, target, f"DSpark head {path_or_repo}", drafter_bits)

@@ -16,7 +16,7 @@ from typing import Any
 import mlx.core as mx
 import mlx.nn as nn
 
-from .drafter import DraftAttention
+from .drafter import DraftAttention, DraftMLP
 from .dspark import DSparkConfig, DSparkDraftModel
 from .target import SpecError
 
@@ -85,14 +85,8 @@ class Gemma4Attention(DraftAttention):
         return rope(self.k_norm(raw), offset=offset), mx.fast.rms_norm(v, None, self.eps)
 
 
-class GeluMLP(nn.Module):
-    """down(gelu_tanh(gate(x)) * up(x))."""
-
-    def __init__(self, d: int, hidden: int):
-        super().__init__()
-        self.gate_proj = nn.Linear(d, hidden, bias=False)
-        self.up_proj = nn.Linear(d, hidden, bias=False)
-        self.down_proj = nn.Linear(hidden, d, bias=False)
+class GeluMLP(DraftMLP):
+    """down(gelu_tanh(gate(x)) * up(x)): the same weights as DraftMLP, another activation."""
 
     def __call__(self, x: mx.array) -> mx.array:
         return self.down_proj(nn.gelu_approx(self.gate_proj(x)) * self.up_proj(x))
