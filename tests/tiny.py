@@ -124,6 +124,19 @@ def make_dflash_head(folder: Path, target_cfg: dict, taps=(1, 3), block_size: in
     return folder
 
 
+def save_dspark_head(folder: Path, cfg: dict, w: dict, rng, V: int, H: int, rank: int, confidence: bool) -> Path:
+    """Add DSpark's Markov and confidence tensors (drafters.md section 3) to `w` and write the head."""
+    if rank:
+        w["markov_head.markov_w1.weight"] = _rand(rng, V, rank, std=1.0)
+        w["markov_head.markov_w2.weight"] = _rand(rng, V, rank, std=0.5)
+    if confidence:
+        w["confidence_head.proj.weight"] = _rand(rng, 1, H + rank)
+        w["confidence_head.proj.bias"] = mx.array([2.0])
+    mx.save_safetensors(str(folder / "model.safetensors"), w)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder
+
+
 def make_dspark_head(folder: Path, target_cfg: dict, taps=(1, 3), block_size: int = 7, layers: int = 2,
                      rank: int = 8, confidence: bool = True, seed: int = 2, mask_token_id: int = 3) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
@@ -142,15 +155,7 @@ def make_dspark_head(folder: Path, target_cfg: dict, taps=(1, 3), block_size: in
     w = backbone_tensors(rng, H, layers, 4, 2, H // 4, 2 * H, len(taps))
     w["embed_tokens.weight"] = _rand(rng, V, H, std=1.0)
     w["lm_head.weight"] = _rand(rng, V, H, std=0.5)
-    if rank:
-        w["markov_head.markov_w1.weight"] = _rand(rng, V, rank, std=1.0)
-        w["markov_head.markov_w2.weight"] = _rand(rng, V, rank, std=0.5)
-    if confidence:
-        w["confidence_head.proj.weight"] = _rand(rng, 1, H + rank)
-        w["confidence_head.proj.bias"] = mx.array([2.0])
-    mx.save_safetensors(str(folder / "model.safetensors"), w)
-    (folder / "config.json").write_text(json.dumps(cfg))
-    return folder
+    return save_dspark_head(folder, cfg, w, rng, V, H, rank, confidence)
 
 
 # -- Gemma-4 ------------------------------------------------------------------------------------
@@ -256,15 +261,7 @@ def make_gemma4_dspark_head(folder: Path, target_cfg: dict, taps=(1, 5), block_s
                      "post_feedforward_layernorm"):
             w[p + norm + ".weight"] = mx.ones((H,))
         w[p + "layer_scalar"] = mx.array([0.9])
-    if rank:
-        w["markov_head.markov_w1.weight"] = _rand(rng, V, rank, std=1.0)
-        w["markov_head.markov_w2.weight"] = _rand(rng, V, rank, std=0.5)
-    if confidence:
-        w["confidence_head.proj.weight"] = _rand(rng, 1, H + rank)
-        w["confidence_head.proj.bias"] = mx.array([2.0])
-    mx.save_safetensors(str(folder / "model.safetensors"), w)
-    (folder / "config.json").write_text(json.dumps(cfg))
-    return folder
+    return save_dspark_head(folder, cfg, w, rng, V, H, rank, confidence)
 
 
 def make_gemma4_dflash_head(folder: Path, target_cfg: dict, taps=(1, 5), block_size: int = 8, layers: int = 3,
