@@ -245,18 +245,21 @@ class Method:
     name: str
     kind: str  # "greedy" | "mlx-lm" | "dspark" | "dflash"
     cap: int = 0  # drafts verified per round; 0 = the head's whole block
+    whole_vocab: bool = False  # ignore the head's draft vocabulary (spec.vocab): the cost it saves
 
 
-def methods(heads: dict) -> list[Method]:
-    """The original release's rows: greedy, mlx-lm, DSpark caps 2 / 4 / full, DFlash caps 2 / full."""
+def methods(heads: dict, vocab_ablation: bool = False) -> list[Method]:
+    """The original release's rows: greedy, mlx-lm, DSpark caps 2 / 4 / full, DFlash caps 2 / full;
+    vocab_ablation adds the full caps drafting over the whole vocabulary (heads with a draft vocabulary)."""
     out = [Method("greedy (ours)", "greedy"), Method("greedy (mlx-lm)", "mlx-lm")]
-    if "dspark" in heads:
-        full = heads["dspark"].max_drafts
-        out += [Method(f"DSpark cap {c}", "dspark", c) for c in (2, 4) if c < full]
-        out.append(Method(f"DSpark full ({full})", "dspark", full))
-    if "dflash" in heads:
-        full = heads["dflash"].max_drafts
-        out += [Method("DFlash cap 2", "dflash", 2), Method(f"DFlash full ({full})", "dflash", full)]
+    for kind, label, caps in (("dspark", "DSpark", (2, 4)), ("dflash", "DFlash", (2,))):
+        if kind not in heads:
+            continue
+        full = heads[kind].max_drafts
+        out += [Method(f"{label} cap {c}", kind, c) for c in caps if c < full]
+        out.append(Method(f"{label} full ({full})", kind, full))
+        if vocab_ablation and heads[kind].draft_vocab is not None:
+            out.append(Method(f"{label} full, whole vocab", kind, full, whole_vocab=True))
     return out
 
 
@@ -282,13 +285,21 @@ def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_n
         return {"ids": ids, "tok_s": tps, "accept": [], "draft_s": 0.0, "decode_s": 0.0}
     head = heads.get(m.kind)
     eng = Engine(target, head, max_draft=m.cap, sampling=sampling, name=m.name, profile=profile)
-    r = eng.generate(prompt_ids, max_new_tokens)
+    vocab = head.draft_vocab if head is not None else None
+    if m.whole_vocab:
+        head.draft_vocab = None
+    try:
+        r = eng.generate(prompt_ids, max_new_tokens)
+    finally:
+        if head is not None:
+            head.draft_vocab = vocab
     return {"ids": r.token_ids, "tok_s": r.decode_tokens_per_sec, "accept": r.accept_lengths,
             "draft_s": r.draft_seconds, "decode_s": r.decode_seconds}
 
 
 def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int = 3, max_new_tokens: int = 96,
-                 temperature: float = 0.0, seed: int = 0, progress: bool = True) -> "Any":
+                 temperature: float = 0.0, seed: int = 0, progress: bool = True,
+                 vocab_ablation: bool = False) -> "Any":
     """Every method on every prompt, `trials` times (median tok/s), after a warm-up.
 
     At T = 0 every method's tokens must equal our greedy baseline's: a mismatch raises."""
@@ -298,7 +309,7 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
     from .verify import Sampling
 
     sampling = Sampling(temperature, seed=seed)
-    ms = methods(heads)
+    ms = methods(heads, vocab_ablation)
     encoded = [(p["domain"], target.encode_chat(p["prompt"])) for p in prompts]
     for m in ms:  # warm-up: compile paths, fill allocator caches
         run_method(target, heads, m, encoded[0][1], 16, sampling)
@@ -399,7 +410,8 @@ def run_head_to_head(a: argparse.Namespace) -> int:
     arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash)
     try:
         runs = arena.call(lambda: head_to_head(arena.target, arena.heads, prompts, trials=a.trials,
-                                               max_new_tokens=a.max_new_tokens, temperature=a.temperature))
+                                               max_new_tokens=a.max_new_tokens, temperature=a.temperature,
+                                               vocab_ablation=a.vocab_ablation))
     finally:
         arena.close()
     table = summarise(runs)
@@ -434,6 +446,8 @@ def main(argv: list[str]) -> int:
     h.add_argument("--max-new-tokens", type=int, default=96)
     h.add_argument("--temperature", type=float, default=0.0)
     h.add_argument("--out", default="bench-results")
+    h.add_argument("--vocab-ablation", action="store_true",
+                   help="also run the full-block rows drafting over the whole vocabulary (the drafter cost it saves)")
     args = p.parse_args(argv)
     if args.runs < 1 or args.greedy_tokens < 2 or args.context < 1 or args.rounds < 1:
         p.error("--runs and --rounds must be >= 1, --greedy-tokens >= 2, --context >= 1")

@@ -13,7 +13,7 @@ from typing import Any
 import mlx.core as mx
 
 from .drafter import Backbone, BackboneConfig, build_head, check_against_target, load_head_folder
-from .target import SpecError, Target
+from .target import SpecError, Target, softcapped
 from .verify import Sampling, pick
 
 
@@ -39,6 +39,7 @@ class DFlashDraftModel(Backbone):
         """Share the target's embedding and lm_head (not copied: one set of weights in memory)."""
         check_against_target(self.config, target, "DFlash head")
         self._target = target
+        self.use_draft_vocab(self.draft_ids)
         return self
 
     @property
@@ -50,23 +51,28 @@ class DFlashDraftModel(Backbone):
     def embed(self, ids: mx.array) -> mx.array:
         return self.target.embed(ids)
 
+    def output_layer(self):
+        return self.target.output_layer()
+
     def logits(self, h: mx.array) -> mx.array:
-        return self.target.lm_head(h)
+        """Logits over the draft vocabulary (the whole vocabulary when there is none)."""
+        v = self.draft_vocab
+        return self.target.lm_head(h) if v is None else softcapped(h @ v.weight.T, self.target.softcap)
 
     def propose(self, cache: list, new_taps: mx.array | None, anchor: int, k: int, sampling: Sampling,
                 key: mx.array | None, threshold: float = 0.0) -> tuple[mx.array, mx.array | None]:
         """k drafts from slots 1..k of one block pass (the block always runs whole, as trained)."""
         h = self.block_hidden(cache, new_taps, anchor)
-        return pick(self.logits(h[1 : 1 + k]), sampling, key)
+        return self.to_vocab(*pick(self.logits(h[1 : 1 + k]), sampling, key))
 
 
 def load_dflash(path_or_repo: str, target: Target | None = None, drafter_bits: int | None = None,
                 block_size: int | None = None) -> DFlashDraftModel:
     """Load a DFlash head from a folder or hub id (config.json + safetensors, strict names)."""
-    _, cfg, weights = load_head_folder(path_or_repo)
+    folder, cfg, weights = load_head_folder(path_or_repo)
     arch = cfg.get("architectures") or ["DFlashDraftModel"]
     if "DFlashDraftModel" not in arch:
         raise SpecError(f"{path_or_repo} is a {arch[0]}, not a DFlash head (architectures DFlashDraftModel)")
     overrides: dict[str, Any] = {"block_size": block_size} if block_size else {}
     config = DFlashConfig.from_dict(cfg, **overrides)
-    return build_head(DFlashDraftModel, config, weights, target, f"DFlash head {path_or_repo}", drafter_bits)
+    return build_head(DFlashDraftModel, config, weights, target, f"DFlash head {path_or_repo}", drafter_bits, folder)

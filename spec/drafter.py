@@ -13,15 +13,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import mlx.core as mx
 import mlx.nn as nn
+import numpy as np
 from mlx.utils import tree_flatten
 from mlx_lm.models.activations import swiglu
 from mlx_lm.models.cache import KVCache
 from mlx_lm.models.rope_utils import initialize_rope
 
+from . import vocab as draft_vocab
 from .target import SpecError, Target, read_config, resolve_path
 
 
@@ -177,6 +179,10 @@ def window_mask(q_pos: mx.array, k_pos: mx.array, window: int) -> mx.array:
 class Backbone(nn.Module):
     """fc + hidden_norm fusion of the taps, the draft layers, the final norm."""
 
+    draft_ids: np.ndarray | None = None  # a draft vocabulary (spec.vocab), applied when bound; an
+    # array, not a list: a list attribute would join the module's parameter tree
+    draft_vocab: draft_vocab.DraftVocab | None = None  # None: draft over the whole vocabulary
+
     def __init__(self, cfg: BackboneConfig):
         super().__init__()
         self.config = cfg
@@ -191,6 +197,19 @@ class Backbone(nn.Module):
     def make_layer(self, cfg: BackboneConfig, index: int) -> nn.Module:
         """The Qwen3-style draft layer; a head variant with other layers overrides this."""
         return DraftLayer(cfg)
+
+    def output_layer(self) -> nn.Module:
+        raise NotImplementedError
+
+    def use_draft_vocab(self, token_ids: list[int] | None) -> None:
+        """Draft over `token_ids` only (None: the whole vocabulary). Call again after the output
+        weights change: the restricted rows are a copy."""
+        self.draft_ids = None if token_ids is None else np.unique(np.asarray(token_ids, dtype=np.int64))
+        self.draft_vocab = None if token_ids is None else draft_vocab.DraftVocab.of(self, self.draft_ids)
+
+    def to_vocab(self, idx: mx.array, logprobs: mx.array | None) -> tuple[mx.array, mx.array | None]:
+        """Picks from self.logits rows -> token ids (and log-probs over the whole vocabulary)."""
+        return (idx, logprobs) if self.draft_vocab is None else self.draft_vocab.to_vocab(idx, logprobs)
 
     def fuse(self, taps: mx.array) -> mx.array:
         return self.hidden_norm(self.fc(taps))
@@ -322,14 +341,16 @@ def check_against_target(cfg: BackboneConfig, target: Target, who: str) -> None:
 
 
 def build_head(model_cls: type, config: BackboneConfig, weights: dict[str, mx.array], target: Target | None,
-               who: str, drafter_bits: int | None):
+               who: str, drafter_bits: int | None, folder: Path | None = None):
     """The common tail of both loaders: refuse a head made for another target before reading its
-    weights, load them strictly, quantize if asked, bind."""
+    weights, load them strictly, quantize if asked, bind (which applies a shipped draft vocabulary)."""
     if target is not None:
         check_against_target(config, target, who)
     model = model_cls(config)
     load_strict(model, weights, who, compute_dtype(weights))
     maybe_quantize(model, drafter_bits)
+    ids = draft_vocab.read(folder) if folder is not None else None
+    model.draft_ids = None if ids is None else np.asarray(ids, dtype=np.int64)
     if target is not None:
         model.bind(target)
     return model
@@ -356,12 +377,15 @@ def maybe_quantize(module: nn.Module, bits: int | None) -> None:
                     class_predicate=lambda _, m: hasattr(m, "to_quantized") and m.weight.shape[-1] % 64 == 0)
 
 
-def save_head(folder: str | Path, config: dict, weights: dict[str, mx.array]) -> Path:
-    """Write a head in the published layout: config.json + model.safetensors."""
+def save_head(folder: str | Path, config: dict, weights: dict[str, mx.array],
+              draft_ids: Sequence[int] | None = None) -> Path:
+    """Write a head in the published layout: config.json + model.safetensors (+ draft_vocab.json)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     mx.save_safetensors(str(folder / "model.safetensors"), weights, metadata={"format": "mlx"})
     (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    if draft_ids is not None:
+        draft_vocab.write(folder, draft_ids)
     return folder
 
 

@@ -14,7 +14,7 @@ import mlx.core as mx
 import mlx.nn as nn
 
 from .drafter import Backbone, BackboneConfig, build_head, check_against_target, load_head_folder
-from .target import SpecError, Target
+from .target import SpecError, Target, softcapped
 from .verify import Sampling, pick
 
 
@@ -105,19 +105,26 @@ class DSparkDraftModel(Backbone):
     def bind(self, target: Target) -> "DSparkDraftModel":
         check_family(self.config, target)
         check_against_target(self.config, target, "DSpark head")
+        self.use_draft_vocab(self.draft_ids)
         return self
 
     def embed(self, ids: mx.array) -> mx.array:
         return self.embed_tokens(ids)
 
+    def output_layer(self):
+        return self.lm_head
+
     def logits(self, h: mx.array) -> mx.array:
-        out = self.lm_head(h)
-        if self.softcap:
-            out = mx.tanh(out / self.softcap) * self.softcap
-        return out
+        """Logits over the draft vocabulary (the whole vocabulary when there is none), before Markov."""
+        v = self.draft_vocab
+        return softcapped(self.lm_head(h) if v is None else h @ v.weight.T, self.softcap)
 
     def markov_bias(self, prev: mx.array) -> mx.array:
-        return self.markov_head(prev) if self.has_markov else 0.0
+        """The Markov head's bias from the previous tokens, over the same rows as logits()."""
+        if not self.has_markov:
+            return 0.0
+        v = self.draft_vocab
+        return self.markov_head(prev) if v is None else self.markov_head.markov_w1(prev) @ v.markov.T
 
     def survival(self, h: mx.array, prev: mx.array) -> mx.array:
         """Per-slot survival probability sigmoid(confidence) for hidden rows h and previous tokens."""
@@ -136,7 +143,7 @@ class DSparkDraftModel(Backbone):
         prev = mx.array([anchor], dtype=mx.uint32)
         tokens, logprobs = [], []
         for i in range(k):
-            tok, lp = pick(base[i : i + 1] + self.markov_bias(prev), sampling, keys[i])
+            tok, lp = self.to_vocab(*pick(base[i : i + 1] + self.markov_bias(prev), sampling, keys[i]))
             tokens.append(tok)
             logprobs.append(lp)
             prev = tok.astype(mx.uint32)
@@ -152,7 +159,7 @@ class DSparkDraftModel(Backbone):
 def load_dspark(path_or_repo: str, target: Target | None = None, drafter_bits: int | None = None) -> DSparkDraftModel:
     """Load a deepseek-ai DSpark head (config.json + safetensors, strict names, no remote code):
     Qwen3DSparkModel here, Gemma4DSparkModel through spec.gemma4."""
-    _, cfg, weights = load_head_folder(path_or_repo)
+    folder, cfg, weights = load_head_folder(path_or_repo)
     arch = cfg.get("architectures") or []
     if not any(a.endswith("DSparkModel") for a in arch):
         raise SpecError(f"{path_or_repo} is not a DSpark head (architectures {arch or 'missing'})")
@@ -171,4 +178,4 @@ def load_dspark(path_or_repo: str, target: Target | None = None, drafter_bits: i
     config = config_cls.from_dict(cfg, **overrides)
     if target is not None:
         check_family(config, target)
-    return build_head(model_cls, config, weights, target, f"DSpark head {path_or_repo}", drafter_bits)
+    return build_head(model_cls, config, weights, target, f"DSpark head {path_or_repo}", drafter_bits, folder)

@@ -150,6 +150,7 @@ class Generation:
         d = self.engine.drafter
         self.draft_cache = d.make_cache() if d is not None else None
         self.pending: mx.array | None = None  # target taps of committed tokens the drafter has not seen
+        self.queued: mx.array | None = None  # plain decoding: the next token, already dispatched
         self.key = mx.random.key(self.engine.sampling.seed)
         self.accept_lengths: list[int] = []
         self.drafted: list[int] = []
@@ -186,23 +187,39 @@ class Generation:
         kept = taps[:, :rows]
         self.pending = kept if self.pending is None else mx.concatenate([self.pending, kept], axis=1)
 
+    def _room(self) -> int:
+        """How many more tokens this generation may commit (length and context limits)."""
+        t = self.engine.target
+        pos = len(self.prompt_ids) + len(self.ids)  # position after the anchor
+        return min(self.max_new_tokens - len(self.ids), t.max_context - pos + 1)
+
+    def _plain_forward(self, token: mx.array) -> mx.array:
+        """Dispatch one target step on `token` [1] without waiting; returns the next token [1] (lazy)."""
+        _, key = self._keys()
+        logits, _ = self.engine.target(token[None], self.cache)
+        _, nxt = accept(mx.array([], dtype=mx.uint32), None, logits[0], self.engine.sampling, key)
+        mx.async_eval(nxt)
+        return nxt[:1]
+
     def step(self) -> Round | None:
         if self.done:
             return None
         eng, t = self.engine, self.engine.target
+        if eng.drafter is None and self.ids:
+            return self._plain_step()
         k_draft, k_verify = self._keys()
         tic = time.perf_counter()
         if not self.ids:  # prefill: the whole prompt, then the first token from its last row
             logits, taps = t(mx.array([self.prompt_ids]), self.cache, eng.taps, last_only=True)
             n, committed = accept(mx.array([], dtype=mx.uint32), None, logits[0], eng.sampling, k_verify)
+            if eng.drafter is None and self._room() > 1:
+                self.queued = self._plain_forward(committed[:1])
             mx.eval(committed, taps) if taps is not None else mx.eval(committed)
             tokens, accepted, drafted = [int(committed[0].item())], 0, 0
             self._taps_to_keep(taps, len(self.prompt_ids))
         else:
             anchor = self.ids[-1]
-            pos = len(self.prompt_ids) + len(self.ids)  # position after the anchor
-            room = min(self.max_new_tokens - len(self.ids), t.max_context - pos + 1)
-            k = min(eng.max_draft, room - 1)
+            k = min(eng.max_draft, self._room() - 1)
             draft, q = mx.array([], dtype=mx.uint32), None
             if k > 0:
                 draft, q = eng.drafter.propose(self.draft_cache, self.pending, anchor, k, eng.sampling, k_draft,
@@ -221,16 +238,27 @@ class Generation:
             self._taps_to_keep(taps, accepted + 1)
             self.accept_lengths.append(accepted + 1)
             self.drafted.append(drafted)
-        seconds = time.perf_counter() - tic
+        return self._commit(tokens, accepted, drafted, time.perf_counter() - tic)
+
+    def _plain_step(self) -> Round:
+        """Plain decoding, pipelined as mlx-lm does it: the step after this one is dispatched before
+        this one's token is read, so building its graph overlaps the compute."""
+        tic = time.perf_counter()
+        token = self.queued if self.queued is not None else self._plain_forward(mx.array([self.ids[-1]]))
+        self.queued = self._plain_forward(token) if self._room() > 1 else None
+        tokens = [int(token.item())]
+        self.accept_lengths.append(1)
+        self.drafted.append(0)
+        return self._commit(tokens, 0, 0, time.perf_counter() - tic)
+
+    def _commit(self, tokens: list[int], accepted: int, drafted: int, seconds: float) -> Round:
+        """Book one target forward's tokens (cut at eos) and its time; emit the Round."""
+        t = self.engine.target
         self.forwards += 1
         if len(self.ids) == 0:
             self.prefill_seconds = seconds
         else:
             self.decode_seconds += seconds
-        return self._commit(tokens, accepted, drafted, seconds)
-
-    def _commit(self, tokens: list[int], accepted: int, drafted: int, seconds: float) -> Round:
-        t = self.engine.target
         for i, tok in enumerate(tokens):
             if tok in t.eos_ids:
                 tokens, self.finish_reason = tokens[: i + 1], "eos"

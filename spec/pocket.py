@@ -383,6 +383,7 @@ def _build_atomically(final: Path, src: Path, build: Any) -> Path:
 
 # -- our trained heads ------------------------------------------------------------------------------
 HEADS = Path(__file__).resolve().parent.parent / "assets" / "pocket"
+DRAFT_VOCAB = "draft_vocab.json"  # spec.vocab.FILE (importing spec.vocab would load MLX)
 VOCAB_COPIES = {"embed_tokens.weight": "model.embed_tokens.weight", "lm_head.weight": "model.embed_tokens.weight"}
 
 
@@ -412,7 +413,9 @@ def _complete_dspark(shipped: Path, target: Path, folder: Path) -> None:
     full = mx.load(str(target / "model.safetensors"))
     weights.update({name: full[source] for name, source in VOCAB_COPIES.items()})
     mx.save_safetensors(str(folder / "model.safetensors"), weights, metadata={"format": "mlx"})
-    shutil.copyfile(shipped / "config.json", folder / "config.json")
+    for small in ("config.json", DRAFT_VOCAB):
+        if (shipped / small).exists():
+            shutil.copyfile(shipped / small, folder / small)
     src = shipped / "model.safetensors"
     _seal(folder, src, quantized=False, source_sha256=_sha256(src))
 

@@ -23,6 +23,11 @@ GEMMA4_FAMILIES = ("gemma4", "gemma4_text")  # multimodal hub checkpoints (text 
 SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3") + GEMMA4_FAMILIES
 
 
+def softcapped(logits: mx.array, cap: float | None) -> mx.array:
+    """Gemma's tanh logit softcap (identity when cap is None or 0)."""
+    return mx.tanh(logits / cap) * cap if cap else logits
+
+
 class SpecError(ValueError):
     """Bad input from the user: a clear message, raised before any generation starts."""
 
@@ -181,10 +186,11 @@ class Target:
         """Logits from final-normed hidden states (tied embedding when there is no lm_head;
         tanh softcap for Gemma)."""
         head = getattr(self.outer, "lm_head", None)
-        out = head(h) if head is not None else self.inner.embed_tokens.as_linear(h)
-        if self.softcap:
-            out = mx.tanh(out / self.softcap) * self.softcap
-        return out
+        return softcapped(head(h) if head is not None else self.inner.embed_tokens.as_linear(h), self.softcap)
+
+    def output_layer(self) -> nn.Module:
+        """The layer whose weight rows turn hidden states into logits (lm_head or the tied embedding)."""
+        return getattr(self.outer, "lm_head", None) or self.inner.embed_tokens
 
     def make_cache(self) -> list:
         if self.is_gemma4:

@@ -27,7 +27,8 @@ from .dflash import DFlashConfig, DFlashDraftModel, load_dflash
 from .drafter import block_embed_ids, default_taps, save_head, training_mask
 from .dspark import DSparkConfig, DSparkDraftModel, load_dspark
 from .engine import Engine
-from .target import SpecError, Target, load_target
+from .target import SpecError, Target, load_target, softcapped
+from .vocab import DraftVocab
 
 VOCAB_TENSORS = ("embed_tokens.weight", "lm_head.weight")  # DSpark's frozen copies of the target's
 
@@ -181,41 +182,14 @@ def load_data(folder: Path) -> list[Sequence_]:
 
 # -- the loss -------------------------------------------------------------------------------------
 
-@dataclass
-class Vocab:
-    """The answer vocabulary: the softmax runs over the tokens the target actually answers with.
-
-    The output matrix is the big cost of a step (49152 x 576 for the pocket target); the target's own
-    answers use a few thousand distinct tokens, so training scores those rows only (exact for every
-    label; the full matrix is used at inference). `weight` is the frozen output matrix restricted to them."""
-
-    ids: mx.array  # [S] sorted token ids
-    remap: mx.array  # [V] -> index in ids (0 where absent)
-    weight: mx.array  # [S, H]
-
-    @classmethod
-    def of(cls, head, data: list["Sequence_"]) -> "Vocab | None":
-        full = output_matrix(head)
-        if full is None:
-            return None
-        ids = np.unique(np.concatenate([s.ids[s.prompt_len:] for s in data]))
-        remap = np.zeros(full.shape[0], dtype=np.int32)
-        remap[ids] = np.arange(len(ids), dtype=np.int32)
-        sub = mx.array(ids)
-        return cls(sub, mx.array(remap), full[sub].astype(mx.float32))
-
-
-def output_matrix(head) -> mx.array | None:
-    """The [V, H] matrix that turns a head's hidden rows into logits (None if quantized)."""
-    if isinstance(head, DSparkDraftModel):
-        layer = head.lm_head
-    else:
-        layer = getattr(head.target.outer, "lm_head", None) or head.target.inner.embed_tokens
-    return None if "scales" in layer else layer.weight
+def answer_vocab(data: list["Sequence_"]) -> np.ndarray:
+    """Every token the target answered with: the softmax rows training scores (exact for every label;
+    49152 x 576 full rows would be most of a step), shipped with the head as its draft vocabulary."""
+    return np.unique(np.concatenate([s.ids[s.prompt_len:] for s in data]))
 
 
 def block_loss(head, ids: mx.array, taps: mx.array, anchors: mx.array, gamma: float,
-               vocab: Vocab | None = None) -> tuple[mx.array, dict]:
+               vocab: DraftVocab | None = None) -> tuple[mx.array, dict]:
     """Weighted CE over every draft slot of blocks anchored at `anchors` (+ DSpark confidence BCE).
 
     Draft i of a block anchored at a predicts token a+1+i (DFlash reads it from slot i+1, DSpark from
@@ -235,12 +209,10 @@ def block_loss(head, ids: mx.array, taps: mx.array, anchors: mx.array, gamma: fl
         if dspark and head.has_markov:
             logits = logits + head.markov_bias(prev)
     else:
-        logits = h @ vocab.weight.T
-        if dspark and head.softcap:
-            logits = mx.tanh(logits / head.softcap) * head.softcap
-        if dspark and head.has_markov:
+        logits = softcapped(h @ vocab.weight.T, head.softcap if dspark else head.target.softcap)
+        if dspark and head.has_markov:  # the live Markov weights (vocab.markov is a frozen copy)
             logits = logits + head.markov_head.markov_w1(prev) @ head.markov_head.markov_w2.weight[vocab.ids].T
-        labels = vocab.remap[labels]
+        labels = vocab.index_of(labels)
     w = mx.exp(-mx.arange(d) / gamma)[None, :] * valid
     ce = nn.losses.cross_entropy(logits, labels)
     loss = (ce * w).sum() / w.sum()
@@ -277,7 +249,7 @@ class TrainSettings:
     anchors: int = 24
     gamma: float = 0.0  # 0 = the kind's default (DFlash 7, DSpark 4)
     clip: float = 1.0
-    answer_vocab: bool = True  # softmax over the answers' vocabulary only (see Vocab)
+    answer_vocab: bool = True  # softmax over the answers' vocabulary only (see answer_vocab)
     seed: int = 0
     ckpt_every: int = 200
     eval_every: int = 0
@@ -316,7 +288,7 @@ def export_head(head, config: dict, folder: Path, *, ship: bool = False) -> Path
     weights = dict(tree_flatten(head.parameters()))
     if ship:
         weights = {k: v.astype(mx.bfloat16) for k, v in weights.items() if k not in VOCAB_TENSORS}
-    return save_head(folder, config, weights)
+    return save_head(folder, config, weights, head.draft_ids)
 
 
 def evaluate(target: Target, head, prompts: list[dict], max_new_tokens: int = 96, max_draft: int = 0) -> dict[str, float]:
@@ -347,7 +319,8 @@ def fit(target: Target, data: list[Sequence_], out: Path, s: TrainSettings, conf
         opt.init(head.trainable_parameters())
         opt.state = tree_unflatten(list(mx.load(str(ckpt / "optimizer.safetensors")).items()))
         step, log = state["step"], state["log"]
-    vocab = Vocab.of(head, data) if s.answer_vocab else None
+    head.draft_ids = answer_vocab(data) if s.answer_vocab else None
+    vocab = DraftVocab.of(head, head.draft_ids) if s.answer_vocab else None
     loss_and_grad = nn.value_and_grad(head, lambda ids, taps, anchors: block_loss(head, ids, taps, anchors, s.gamma,
                                                                                   vocab))
     bar = tqdm(total=s.steps, initial=step, desc=f"train {s.kind}", unit="step")
@@ -380,6 +353,7 @@ def fit(target: Target, data: list[Sequence_], out: Path, s: TrainSettings, conf
             log.append({"step": step, "loss": round(ema["loss"], 4), "train_accept": round(ema["tau"], 3),
                         "time": time.time()})
         if s.eval_every and heldout and (step % s.eval_every == 0 or step == s.steps):
+            head.use_draft_vocab(head.draft_ids)  # as shipped: drafts over the answer vocabulary
             log.append({"step": step, "heldout_accept": evaluate(target, head, heldout, s.eval_tokens)})
             bar.write(f"step {step}: held-out accept {log[-1]['heldout_accept']}")
         if step % s.ckpt_every == 0 or step in (s.steps, until):
@@ -419,6 +393,10 @@ def main(argv: list[str]) -> int:
     for f in ("steps", "seqs_per_step", "anchors", "ckpt_every", "eval_every", "seed"):
         ap.add_argument("--" + f.replace("_", "-"), type=int, default=getattr(TrainSettings, f))
     ap.add_argument("--lr", type=float, default=TrainSettings.lr)
+    ap.add_argument("--until", type=int, default=None,
+                    help="stop after this step (the schedule still spans --steps); the same command resumes")
+    ap.add_argument("--gamma", type=float, default=0.0,
+                    help="slot k's loss weight is exp(-k/gamma) (default: DFlash 7, DSpark 4)")
     a = ap.parse_args(argv)
 
     from .presets import resolve
@@ -437,9 +415,9 @@ def main(argv: list[str]) -> int:
         print(f"distillation data in {data_dir} (--steps 0: no training)")
         return 0
     data = load_data(data_dir)
-    s = TrainSettings(kind=a.kind, steps=a.steps, lr=a.lr, seqs_per_step=a.seqs_per_step, anchors=a.anchors,
-                      ckpt_every=a.ckpt_every, eval_every=a.eval_every, seed=a.seed)
-    folder = fit(target, data, a.out, s, config, heldout)
+    s = TrainSettings(kind=a.kind, steps=a.steps, lr=a.lr, gamma=a.gamma, seqs_per_step=a.seqs_per_step,
+                      anchors=a.anchors, ckpt_every=a.ckpt_every, eval_every=a.eval_every, seed=a.seed)
+    folder = fit(target, data, a.out, s, config, heldout, until=a.until)
     print(f"head written to {folder}")
     if a.ship:
         head = (load_dflash if a.kind == "dflash" else load_dspark)(str(folder), target)

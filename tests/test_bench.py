@@ -43,3 +43,14 @@ def test_a_lossy_method_fails_the_run(qwen3, tiny_dir, monkeypatch):
     with pytest.raises(Exception, match="differs from greedy"):
         bench.head_to_head(qwen3, heads, [{"domain": "code", "prompt": "hi"}], trials=1, max_new_tokens=6,
                            progress=False)
+
+
+def test_vocab_ablation_adds_whole_vocabulary_rows(qwen3, tiny_dir):
+    from spec.dspark import load_dspark
+
+    head = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
+    head.use_draft_vocab(range(4, qwen3.vocab_size, 2))
+    runs = bench.head_to_head(qwen3, {"dspark": head}, [{"domain": "code", "prompt": "hi"}], trials=1,
+                              max_new_tokens=6, progress=False, vocab_ablation=True)
+    assert list(dict.fromkeys(runs["method"]))[-2:] == ["DSpark full (7)", "DSpark full, whole vocab"]
+    assert head.draft_vocab is not None  # the ablation row put the head back as it was

@@ -45,6 +45,28 @@ def test_random_heads_are_lossless(pair, prompt, cap, n):
         assert all(1 <= a <= d + 1 for a, d in zip(res.accept_lengths, res.drafted))
 
 
+@pytest.mark.parametrize("cap", [2, 0])
+def test_draft_vocabulary_is_lossless_and_drafts_stay_inside_it(pair, cap):
+    """A head drafting over a subset of the vocabulary (spec.vocab) changes speed, never output."""
+    t, dflash, dspark = pair
+    prompt = [9, 8, 7, 6, 5]
+    want = Engine(t).generate(prompt, 20).token_ids
+    subset = list(range(4, t.vocab_size, 3))
+    for head in (dflash, dspark):
+        head.use_draft_vocab(subset)
+        try:
+            drafts = []
+            eng = Engine(t, head, max_draft=cap)
+            original = head.propose
+            head.propose = lambda *a, **k: drafts.append(original(*a, **k)) or drafts[-1]
+            res = eng.generate(prompt, 20)
+        finally:
+            head.use_draft_vocab(None)
+            del head.propose
+        assert res.token_ids == want
+        assert drafts and all(set(d.tolist()) <= set(subset) for d, _ in drafts)
+
+
 class OracleDrafter:
     """Proposes the true greedy continuation with random corruptions: exercises every accept length.
 

@@ -9,6 +9,7 @@ from spec import verify
 from spec.dspark import load_dspark
 from spec.engine import Engine
 from spec.verify import Sampling, accept_sampled, log_probs
+from spec.vocab import DraftVocab
 
 P_LOGITS = mx.array([[2.0, 1.0, 0.0, -1.0, 0.5, 1.5], [0.0, 1.0, 2.0, 0.3, -1.0, 1.0], [1.0, 1.0, 1.0, 1.0, 1.0, 0.0]])
 Q_LOGITS = mx.array([[1.0, 2.0, 0.0, 0.0, 0.5, 1.0], [1.0, 0.0, 2.0, 0.3, 0.0, 1.0]])
@@ -33,9 +34,9 @@ def expected_counts(p: np.ndarray, total: int) -> np.ndarray:
     return p / p.sum() * total
 
 
-def first_token_counts(rule, s: Sampling, n_samples: int = 40000) -> np.ndarray:
+def first_token_counts(rule, s: Sampling, n_samples: int = 40000, q_lp: mx.array | None = None) -> np.ndarray:
     """Counts of the first committed token over many independent rounds (vectorised with vmap)."""
-    q_lp = log_probs(Q_LOGITS, s)
+    q_lp = log_probs(Q_LOGITS, s) if q_lp is None else q_lp
 
     def one(key):
         a, b = mx.random.split(key)
@@ -53,6 +54,18 @@ def test_rule_samples_the_target(s):
     keep = p > 0
     assert counts[~keep].sum() == 0  # never a token that top-k / top-p removed
     assert chisquare(counts[keep], expected_counts(p[keep], counts.sum())).pvalue > 1e-3
+
+
+def test_rule_with_a_draft_vocabulary_samples_the_target():
+    """q over a subset of the vocabulary (a draft vocabulary), zero elsewhere: still exact."""
+    s = Sampling(1.0, seed=1)
+    subset = mx.array([1, 2, 4], dtype=mx.uint32)
+    vocab = DraftVocab(subset, mx.zeros((3, 1)), None, P_LOGITS.shape[1])
+    _, q_lp = vocab.to_vocab(mx.array([0, 0]), log_probs(Q_LOGITS[:, subset], s))
+    assert np.isinf(np.array(q_lp)[:, [0, 3, 5]]).all()
+    p = np.array(mx.exp(log_probs(P_LOGITS[0], s)))
+    counts = first_token_counts(accept_sampled, s, q_lp=q_lp)
+    assert chisquare(counts, expected_counts(p, counts.sum())).pvalue > 1e-3
 
 
 def test_a_wrong_rule_is_caught():

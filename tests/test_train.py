@@ -11,7 +11,8 @@ from spec import train
 from spec.dflash import load_dflash
 from spec.dspark import load_dspark
 from spec.prompts import build_sets, split_of
-from spec.target import load_target
+from spec.target import SpecError, load_target
+from spec.vocab import DraftVocab
 
 PROMPTS = [{"prompt": f"question {i} about {w}", "domain": d}
            for i, (w, d) in enumerate([("cats", "chat"), ("loops", "code"), ("sums", "math")] * 4)]
@@ -56,9 +57,24 @@ def test_loss_falls_and_head_reloads_bit_identically(setup, kind, tmp_path):
     assert cfg["model_type"] == "qwen3" and cfg["num_target_layers"] == t.num_layers
     if kind == "dspark":  # frozen copies of the target's vocab matrices, as the format expects
         assert mx.array_equal(head.embed_tokens.weight, t.inner.embed_tokens.weight).item()
+    # the answers' vocabulary travels with the head as its draft vocabulary
+    answers = set(np.concatenate([s.ids[s.prompt_len:] for s in data]).tolist())
+    assert head.draft_vocab is not None and set(np.array(head.draft_vocab.ids).tolist()) == answers
     shipped = train.export_head(head, cfg, tmp_path / "ship", ship=True)
     names = set(mx.load(str(shipped / "model.safetensors")))
     assert not names & set(train.VOCAB_TENSORS)
+    assert json.loads((shipped / "draft_vocab.json").read_text())["token_ids"] == sorted(answers)
+
+
+def test_a_bad_draft_vocabulary_file_is_one_clear_error(setup, tmp_path):
+    t, _, _ = setup
+    folder = train.export_head(train.new_head(t, config(t, "dflash")), config(t, "dflash"), tmp_path / "h")
+    (folder / "draft_vocab.json").write_text('{"token_ids": [1, 2, 99999]}')
+    with pytest.raises(SpecError, match="within 0"):
+        load_dflash(str(folder), t)
+    (folder / "draft_vocab.json").write_text("[1, 2]")
+    with pytest.raises(SpecError, match="not a draft vocabulary"):
+        load_dflash(str(folder), t)
 
 
 def test_resume_continues_from_the_checkpoint(setup, tmp_path):
@@ -87,7 +103,7 @@ def test_answer_vocab_loss_equals_full_softmax_when_it_covers_everything(setup, 
     t, data, _ = setup
     head = train.new_head(t, config(t, kind))
     V = t.vocab_size
-    everything = train.Vocab(mx.arange(V), mx.arange(V), train.output_matrix(head).astype(mx.float32))
+    everything = DraftVocab.of(head, range(V))
     seq = data[0]
     args = (mx.array(seq.ids), mx.array(seq.taps), mx.array(train.sample_anchors(np.random.default_rng(0), seq, 6)))
     full, _ = train.block_loss(head, *args, 4.0)
