@@ -6,6 +6,7 @@ random answer positions, many blocks sharing one sequence's context in a single 
 loss favours early slots (they decide the accept length). Output: the published formats.
 
   python -m spec train --target pocket --kind dflash --out runs/dflash
+  python -m spec train --curve runs/dflash runs/dspark --out assets/training   # accept vs steps
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import mlx.core as mx
 import mlx.nn as nn
@@ -362,6 +363,49 @@ def fit(target: Target, data: list[Sequence_], out: Path, s: TrainSettings, conf
     return export_head(head, config, out / "head")
 
 
+def accept_curve(runs: Sequence[Path]) -> "Any":
+    """Held-out accept length vs training step (and minutes trained) of run folders, from their logs."""
+    import pandas as pd
+
+    rows = []
+    for run in runs:
+        state = json.loads((Path(run) / "checkpoint" / "state.json").read_text())
+        kind, log = state["settings"]["kind"], state["log"]
+        clock = {e["step"]: e["time"] for e in log if "time" in e}
+        start = min(clock.values()) if clock else 0.0
+        for e in log:
+            if "heldout_accept" in e:
+                t = clock.get(e["step"], max((v for k, v in clock.items() if k <= e["step"]), default=start))
+                rows += [{"kind": kind, "step": e["step"], "minutes": round((t - start) / 60, 1), "domain": d,
+                          "accept": a} for d, a in e["heldout_accept"].items()]
+    if not rows:
+        raise SpecError("no held-out evaluations in these runs' logs (train with --eval-every N)")
+    return pd.DataFrame(rows)
+
+
+def write_curve(curve: "Any", out: Path) -> list[Path]:
+    """curve.md (step x kind/domain table) and curve.png (accept length vs step) in `out`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .bench import to_markdown
+
+    out.mkdir(parents=True, exist_ok=True)
+    wide = curve.assign(col=curve["kind"].map({"dflash": "DFlash", "dspark": "DSpark"}) + " " + curve["domain"])
+    wide = wide.pivot_table(index="step", columns="col", values="accept").round(2)
+    paths = [out / "curve.md", out / "curve.png"]
+    paths[0].write_text(to_markdown(wide.reset_index().fillna("")) + "\n")
+    ax = wide.plot(figsize=(8, 4.5), marker="o", style=["-" if c.startswith("DFlash") else "--" for c in wide])
+    ax.set_xlabel("training step")
+    ax.set_ylabel("held-out accept length (T = 0)")
+    plt.tight_layout()
+    plt.savefig(paths[1], dpi=120)
+    plt.close()
+    return paths
+
+
 def tree_map_add(a, b):
     from mlx.utils import tree_map
 
@@ -378,8 +422,8 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m spec train", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target", default="pocket", help="hub id, folder, or 'pocket'")
-    ap.add_argument("--kind", choices=["dflash", "dspark"], required=True)
-    ap.add_argument("--out", type=Path, required=True, help="run folder: checkpoint/, head/, log")
+    ap.add_argument("--kind", choices=["dflash", "dspark"])
+    ap.add_argument("--out", type=Path, help="run folder: checkpoint/, head/, log (with --curve: where to write)")
     ap.add_argument("--data", type=Path, default=None, help="distillation cache (default: <out>/../data)")
     ap.add_argument("--prompts-per-domain", type=int, default=400)
     ap.add_argument("--max-new-tokens", type=int, default=192)
@@ -397,7 +441,16 @@ def main(argv: list[str]) -> int:
                     help="stop after this step (the schedule still spans --steps); the same command resumes")
     ap.add_argument("--gamma", type=float, default=0.0,
                     help="slot k's loss weight is exp(-k/gamma) (default: DFlash 7, DSpark 4)")
+    ap.add_argument("--curve", type=Path, nargs="+", metavar="RUN",
+                    help="instead of training: write the held-out accept curve of these run folders to --out")
     a = ap.parse_args(argv)
+    if a.out is None or (a.kind is None and not a.curve):
+        ap.error("--out is required, and --kind unless --curve is given")
+    if a.curve:
+        curve = accept_curve(a.curve)
+        paths = write_curve(curve, a.out)
+        print(paths[0].read_text() + "written: " + ", ".join(map(str, paths)))
+        return 0
 
     from .presets import resolve
     from .prompts import build_sets

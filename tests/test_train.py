@@ -90,6 +90,21 @@ def test_resume_continues_from_the_checkpoint(setup, tmp_path):
     assert all(mx.allclose(a[k], b[k], atol=1e-5).item() for k in a)
 
 
+def test_accept_curve_reads_the_heldout_evaluations_of_runs(setup, tmp_path):
+    t, data, _ = setup
+    heldout = [{"prompt": "held out question", "domain": "chat"}, {"prompt": "held out sum", "domain": "math"}]
+    s = train.TrainSettings(kind="dspark", steps=6, anchors=4, ckpt_every=3, eval_every=3, eval_tokens=8)
+    train.fit(t, data, tmp_path / "run", s, config(t, "dspark"), heldout)
+    curve = train.accept_curve([tmp_path / "run"])
+    assert sorted(set(curve["step"])) == [3, 6] and set(curve["domain"]) == {"chat", "math"}
+    assert set(curve["kind"]) == {"dspark"} and curve["accept"].between(1, 5).all()
+    md, png = train.write_curve(curve, tmp_path / "out")
+    assert "DSpark chat" in md.read_text() and png.stat().st_size > 0
+    with pytest.raises(SpecError, match="no held-out evaluations"):
+        train.fit(t, data, tmp_path / "quiet", train.TrainSettings(steps=2, anchors=4), config(t, "dflash"))
+        train.accept_curve([tmp_path / "quiet"])
+
+
 def test_training_never_sees_heldout_prompts():
     sets = build_sets(60, seed=0)
     for domain, parts in sets.items():
