@@ -395,6 +395,7 @@ def write_curve(curve: "Any", out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     wide = curve.assign(col=curve["kind"].map({"dflash": "DFlash", "dspark": "DSpark"}) + " " + curve["domain"])
     wide = wide.pivot_table(index="step", columns="col", values="accept").round(2)
+    wide.columns.name = None
     paths = [out / "curve.md", out / "curve.png"]
     paths[0].write_text(to_markdown(wide.reset_index().fillna("")) + "\n")
     ax = wide.plot(figsize=(8, 4.5), marker="o", style=["-" if c.startswith("DFlash") else "--" for c in wide])
