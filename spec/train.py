@@ -1,9 +1,10 @@
 """Train DFlash and DSpark heads for any mlx-lm target, on MLX, by self-distillation.
 
-Data: the target's own greedy answers to offline prompt sets (train split only), with its tapped
-hidden states cached on disk once, so epochs never re-run the target. Training: blocks anchored at
-random answer positions, many blocks sharing one sequence's context in a single masked pass; the
-loss favours early slots (they decide the accept length). Output: the published formats.
+Data: the target's own greedy answers to offline prompt sets (train split only), with the tapped
+hidden states and top-K next-token log-probs read off that decoding and cached on disk once, so
+epochs never re-run the target. Training: blocks anchored at random answer positions, many blocks
+sharing one sequence's context in a single masked pass; the loss favours early slots (they decide
+the accept length) and can mix in the target's distribution (--soft). Output: the published formats.
 
   python -m spec train --target pocket --kind dflash --out runs/dflash
   python -m spec train --curve runs/dflash runs/dspark --out assets/training   # accept vs steps
@@ -98,6 +99,8 @@ class Sequence_:
     prompt_len: int
     domain: str
     taps: np.ndarray  # [T, n_taps*H] float16
+    soft_ids: np.ndarray | None = None  # [T, K] the target's top-K next tokens (answer rows)
+    soft_logp: np.ndarray | None = None  # [T, K] their log-probs (float16)
 
 
 def _chunks(xs: list, n: int) -> Iterator[list]:
@@ -105,20 +108,63 @@ def _chunks(xs: list, n: int) -> Iterator[list]:
         yield xs[i : i + n]
 
 
-def tap_rows(target: Target, seqs: list[list[int]], taps: Sequence[int]) -> list[np.ndarray]:
-    """Tapped hidden states of whole sequences (right-padded into one causal batch)."""
-    T = max(len(s) for s in seqs)
-    batch = mx.array([s + [0] * (T - len(s)) for s in seqs])
-    _, hidden = target(batch, [None] * target.num_layers, taps)
-    hidden = hidden.astype(mx.float16)
-    mx.eval(hidden)
-    return [np.array(hidden[i, : len(s)]) for i, s in enumerate(seqs)]
+SOFT_K = 16  # the target's top-K next-token log-probs kept per answer row (soft labels)
+
+
+def top_k(logits: mx.array) -> tuple[mx.array, mx.array]:
+    """The target's SOFT_K most likely next tokens and their log-probs, per row."""
+    logp = logits.astype(mx.float32)
+    logp = logp - mx.logsumexp(logp, axis=-1, keepdims=True)
+    top = mx.argpartition(-logp, SOFT_K - 1, axis=-1)[..., :SOFT_K]
+    return top.astype(mx.int32), mx.take_along_axis(logp, top, axis=-1).astype(mx.float16)
+
+
+def distill(target: Target, prompts: list[list[int]], taps: Sequence[int], max_new_tokens: int) -> list[dict]:
+    """The target's greedy answers to a batch of prompts, with each row's taps and (from the prompt's
+    last row on) its top-K, read off the decoding itself: no second forward over the sequences.
+
+    Prompts are left-padded into one batch (mlx-lm's BatchKVCache); an answer ends at an eos (kept:
+    the head learns to predict it) or at max_new_tokens. Rows before the prompt's last hold no soft label."""
+    from mlx_lm.models.cache import BatchKVCache
+
+    B, L = len(prompts), max(len(p) for p in prompts)
+    pad = [L - len(p) for p in prompts]
+    if target.is_gemma4 and B > 1:
+        raise SpecError("Gemma-4 targets distil one prompt at a time")
+    cache = target.make_cache() if target.is_gemma4 else [BatchKVCache(pad) for _ in range(target.num_layers)]
+    x = mx.array([[0] * n + p for n, p in zip(pad, prompts)])
+    answers: list[list[int]] = [[] for _ in prompts]
+    done = [False] * B
+    hidden_rows, id_rows, logp_rows = [], [], []
+    while True:
+        logits, hidden = target(x, cache, taps, last_only=True)
+        ids, logp = top_k(logits[:, -1:])
+        nxt = mx.argmax(logits[:, -1], axis=-1)
+        hidden = hidden.astype(mx.float16)
+        mx.eval(hidden, ids, logp, nxt)
+        hidden_rows.append(hidden)
+        id_rows.append(mx.concatenate([mx.zeros((B, x.shape[1] - 1, SOFT_K), mx.int32), ids], axis=1))
+        logp_rows.append(mx.concatenate([mx.zeros((B, x.shape[1] - 1, SOFT_K), mx.float16), logp], axis=1))
+        if all(done):
+            break
+        for i, tok in enumerate(nxt.tolist()):
+            if not done[i]:
+                answers[i].append(tok)
+                done[i] = tok in target.eos_ids or len(answers[i]) == max_new_tokens
+        x = nxt[:, None]
+    rows = [np.array(mx.concatenate(r, axis=1)) for r in (hidden_rows, id_rows, logp_rows)]
+    out = []
+    for i, (n, p, a) in enumerate(zip(pad, prompts, answers)):
+        end = n + len(p) + len(a)
+        out.append({"ids": p + a, "taps": rows[0][i, n:end], "soft_ids": rows[1][i, n:end],
+                    "soft_logp": rows[2][i, n:end]})
+    return out
 
 
 def build_data(target: Target, out: Path, prompts: list[dict], taps: Sequence[int], *, max_new_tokens: int = 192,
                batch: int = 32, shard_size: int = 128) -> Path:
-    """Self-distillation data: greedy answers + taps, in shards; finished shards are kept (resumable)."""
-    from mlx_lm.generate import batch_generate
+    """Self-distillation data: greedy answers + taps + soft labels, in shards; finished shards are kept
+    (resumable)."""
     from tqdm import tqdm
 
     out.mkdir(parents=True, exist_ok=True)
@@ -129,37 +175,24 @@ def build_data(target: Target, out: Path, prompts: list[dict], taps: Sequence[in
         if old.get("taps") != list(taps) or old.get("max_new_tokens") != max_new_tokens:
             raise SpecError(f"{out} holds data made with other settings ({old}); use another --data folder")
     meta_path.write_text(json.dumps(meta, indent=2))
-    shards = list(_chunks(prompts, shard_size))
-    eos = sorted(target.eos_ids)[0] if target.eos_ids else None
     bar = tqdm(total=len(prompts), desc="distilling", unit="prompt")
-    for si, shard in enumerate(shards):
+    for si, shard in enumerate(_chunks(prompts, shard_size)):
         path = out / f"shard-{si:05d}.safetensors"
         if path.exists():
             bar.update(len(shard))
             continue
-        seqs, plens, doms = [], [], []
-        for group in _chunks(shard, batch):
-            pids = [target.encode_chat(p["prompt"]) for p in group]
-            res = batch_generate(target.model, target.tokenizer, pids, max_tokens=max_new_tokens, return_token_ids=True)
-            for p, ids, answer in zip(group, pids, res.token_ids):
-                answer = list(answer)
-                if eos is not None and len(answer) < max_new_tokens:
-                    answer.append(eos)  # it stopped at eos: teach the head to predict it
-                seqs.append(ids + answer)
-                plens.append(len(ids))
-                doms.append(p["domain"])
-            bar.update(len(group))
         rows = []
-        for group in _chunks(list(range(len(seqs))), 8):
-            rows += tap_rows(target, [seqs[i] for i in group], taps)
-        offsets = np.cumsum([0] + [len(s) for s in seqs]).astype(np.int32)
+        for group in _chunks(shard, 1 if target.is_gemma4 else batch):
+            rows += distill(target, [target.encode_chat(p["prompt"]) for p in group], taps, max_new_tokens)
+            bar.update(len(group))
         tensors = {
-            "ids": mx.array(np.concatenate([np.array(s, dtype=np.int32) for s in seqs])),
-            "offsets": mx.array(offsets), "prompt_lens": mx.array(np.array(plens, dtype=np.int32)),
-            "taps": mx.array(np.concatenate(rows)),
+            "ids": mx.array(np.concatenate([np.array(r["ids"], dtype=np.int32) for r in rows])),
+            "offsets": mx.array(np.cumsum([0] + [len(r["ids"]) for r in rows]).astype(np.int32)),
+            "prompt_lens": mx.array(np.array([len(target.encode_chat(p["prompt"])) for p in shard], dtype=np.int32)),
+            **{k: mx.array(np.concatenate([r[k] for r in rows])) for k in ("taps", "soft_ids", "soft_logp")},
         }
         tmp = path.with_suffix(".tmp.safetensors")
-        mx.save_safetensors(str(tmp), tensors, metadata={"domains": json.dumps(doms)})
+        mx.save_safetensors(str(tmp), tensors, metadata={"domains": json.dumps([p["domain"] for p in shard])})
         tmp.rename(path)
     bar.close()
     return out
@@ -172,10 +205,12 @@ def load_data(folder: Path) -> list[Sequence_]:
             continue
         t, meta = mx.load(str(path), return_metadata=True)
         ids, off, plen, taps = (np.array(t[k]) for k in ("ids", "offsets", "prompt_lens", "taps"))
+        soft = [np.array(t[k]) if k in t else None for k in ("soft_ids", "soft_logp")]
         doms = json.loads(meta["domains"])
         for i in range(len(plen)):
             a, b = off[i], off[i + 1]
-            seqs.append(Sequence_(ids[a:b], int(plen[i]), doms[i], taps[a:b]))
+            seqs.append(Sequence_(ids[a:b], int(plen[i]), doms[i], taps[a:b],
+                                  *(x if x is None else x[a:b] for x in soft)))
     if not seqs:
         raise SpecError(f"no training data in {folder}")
     return seqs
@@ -190,11 +225,14 @@ def answer_vocab(data: list["Sequence_"]) -> np.ndarray:
 
 
 def block_loss(head, ids: mx.array, taps: mx.array, anchors: mx.array, gamma: float,
-               vocab: DraftVocab | None = None) -> tuple[mx.array, dict]:
+               vocab: DraftVocab | None = None, soft: tuple[mx.array, mx.array] | None = None,
+               soft_weight: float = 0.0) -> tuple[mx.array, dict]:
     """Weighted CE over every draft slot of blocks anchored at `anchors` (+ DSpark confidence BCE).
 
     Draft i of a block anchored at a predicts token a+1+i (DFlash reads it from slot i+1, DSpark from
-    slot i). Returns (loss, stats) with the running accept-length estimate of greedy drafting."""
+    slot i). soft = the target's top-K (ids, log-probs) per position: with soft_weight w the CE is
+    (1 - w) * CE(greedy token) + w * CE(target's distribution), which also says how close the runners-up
+    were. Returns (loss, stats) with the running accept-length estimate of greedy drafting."""
     cfg = head.config
     T, bs, d, s0 = ids.shape[0], cfg.block_size, head.max_drafts, head.first_draft_slot
     ctx = head.fuse(taps[None].astype(mx.float32))
@@ -216,6 +254,8 @@ def block_loss(head, ids: mx.array, taps: mx.array, anchors: mx.array, gamma: fl
         labels = vocab.index_of(labels)
     w = mx.exp(-mx.arange(d) / gamma)[None, :] * valid
     ce = nn.losses.cross_entropy(logits, labels)
+    if soft is not None and soft_weight:
+        ce = (1 - soft_weight) * ce + soft_weight * soft_cross_entropy(logits, pos, soft, vocab)
     loss = (ce * w).sum() / w.sum()
     hit = (mx.argmax(logits, axis=-1) == labels) & valid
     if dspark and head.has_confidence:
@@ -226,6 +266,20 @@ def block_loss(head, ids: mx.array, taps: mx.array, anchors: mx.array, gamma: fl
         loss = loss + (bce * w).sum() / w.sum()
     accepted = mx.cumprod(hit.astype(mx.int32), axis=1).sum(axis=1)
     return loss, {"tau": (accepted + 1).astype(mx.float32).mean(), "ce": (ce * w).sum() / w.sum()}
+
+
+def soft_cross_entropy(logits: mx.array, pos: mx.array, soft: tuple[mx.array, mx.array],
+                       vocab: DraftVocab | None) -> mx.array:
+    """-sum_k p_k log q(k) against the target's top-K distribution for each label position `pos`
+    (the target's row pos - 1); runners-up outside the draft vocabulary are dropped, p renormalised."""
+    rows = mx.clip(pos - 1, 0, soft[0].shape[0] - 1)
+    tok, p = soft[0][rows], mx.exp(soft[1][rows].astype(mx.float32))
+    if vocab is not None:
+        idx = mx.minimum(vocab.index_of(tok), vocab.ids.shape[0] - 1)
+        p = p * (vocab.ids[idx] == tok.astype(mx.uint32))
+        tok = idx
+    logq = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+    return -(p * mx.take_along_axis(logq, tok.astype(mx.int32), axis=-1)).sum(-1) / mx.maximum(p.sum(-1), 1e-6)
 
 
 def sample_anchors(rng: np.random.Generator, seq: Sequence_, n: int) -> np.ndarray:
@@ -251,6 +305,7 @@ class TrainSettings:
     gamma: float = 0.0  # 0 = the kind's default (DFlash 7, DSpark 4)
     clip: float = 1.0
     answer_vocab: bool = True  # softmax over the answers' vocabulary only (see answer_vocab)
+    soft: float = 0.0  # weight of the target's top-K distribution in the CE (0 = greedy tokens only)
     seed: int = 0
     ckpt_every: int = 200
     eval_every: int = 0
@@ -322,8 +377,11 @@ def fit(target: Target, data: list[Sequence_], out: Path, s: TrainSettings, conf
         step, log = state["step"], state["log"]
     head.draft_ids = answer_vocab(data) if s.answer_vocab else None
     vocab = DraftVocab.of(head, head.draft_ids) if s.answer_vocab else None
-    loss_and_grad = nn.value_and_grad(head, lambda ids, taps, anchors: block_loss(head, ids, taps, anchors, s.gamma,
-                                                                                  vocab))
+    if s.soft and any(q.soft_ids is None for q in data):
+        raise SpecError("--soft needs data with soft labels (made since 2026-12-03): build it in a new --data folder")
+    loss_and_grad = nn.value_and_grad(
+        head, lambda ids, taps, anchors, *soft: block_loss(head, ids, taps, anchors, s.gamma, vocab,
+                                                           soft or None, s.soft))
     bar = tqdm(total=s.steps, initial=step, desc=f"train {s.kind}", unit="step")
     ema: dict[str, float] = {}
     while step < min(s.steps, until or s.steps):
@@ -334,7 +392,8 @@ def fit(target: Target, data: list[Sequence_], out: Path, s: TrainSettings, conf
             anchors = sample_anchors(rng, seq, s.anchors)
             if len(anchors) == 0:
                 continue
-            (loss, stats), grads = loss_and_grad(mx.array(seq.ids), mx.array(seq.taps), mx.array(anchors))
+            soft = (mx.array(seq.soft_ids), mx.array(seq.soft_logp)) if s.soft else ()
+            (loss, stats), grads = loss_and_grad(mx.array(seq.ids), mx.array(seq.taps), mx.array(anchors), *soft)
             grads_acc = grads if grads_acc is None else tree_map_add(grads_acc, grads)
             stats_acc.append((loss, stats["tau"]))
             parts += 1
@@ -435,9 +494,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--mask-token-id", type=int, default=None)
     ap.add_argument("--taps", type=str, default=None, help="comma-separated target layer ids")
     ap.add_argument("--ship", type=Path, default=None, help="also write a bf16 copy without vocab tensors here")
-    for f in ("steps", "seqs_per_step", "anchors", "ckpt_every", "eval_every", "seed"):
+    for f in ("steps", "seqs_per_step", "anchors", "ckpt_every", "eval_every", "eval_prompts", "seed"):
         ap.add_argument("--" + f.replace("_", "-"), type=int, default=getattr(TrainSettings, f))
     ap.add_argument("--lr", type=float, default=TrainSettings.lr)
+    ap.add_argument("--soft", type=float, default=0.0,
+                    help="weight of the target's top-%d distribution in the loss (0: its greedy tokens only)" % SOFT_K)
     ap.add_argument("--until", type=int, default=None,
                     help="stop after this step (the schedule still spans --steps); the same command resumes")
     ap.add_argument("--gamma", type=float, default=0.0,
@@ -462,7 +523,7 @@ def main(argv: list[str]) -> int:
                          mask_token_id=a.mask_token_id, markov_rank=a.markov_rank)
     sets = build_sets(a.prompts_per_domain, seed=0)
     train_prompts = [p for d in sorted(sets) for p in sets[d]["train"]]
-    heldout = [p for d in sorted(sets) for p in sets[d]["heldout"][: 2]]
+    heldout = [p for d in sorted(sets) for p in sets[d]["heldout"][: a.eval_prompts]]
     data_dir = a.data or a.out.parent / "data"
     build_data(target, data_dir, train_prompts, taps, max_new_tokens=a.max_new_tokens, batch=a.gen_batch)
     if a.steps == 0:
@@ -470,7 +531,9 @@ def main(argv: list[str]) -> int:
         return 0
     data = load_data(data_dir)
     s = TrainSettings(kind=a.kind, steps=a.steps, lr=a.lr, gamma=a.gamma, seqs_per_step=a.seqs_per_step,
-                      anchors=a.anchors, ckpt_every=a.ckpt_every, eval_every=a.eval_every, seed=a.seed)
+                      anchors=a.anchors, ckpt_every=a.ckpt_every, eval_every=a.eval_every,
+                      eval_prompts=a.eval_prompts, seed=a.seed,
+                      soft=a.soft)
     folder = fit(target, data, a.out, s, config, heldout, until=a.until)
     print(f"head written to {folder}")
     if a.ship:

@@ -204,3 +204,15 @@ def test_preset_is_supported():
     assert p.supported and "GB" in p.note
     assert (p.target, p.dspark, p.dflash) == ("mlx-community/gemma-4-12B-it-8bit", "deepseek-ai/dspark_gemma4_12b_block7",
                                               "z-lab/gemma4-12B-it-DFlash")
+
+
+def test_distillation_data_of_a_gemma_target_is_its_greedy_answer(gemma, tmp_path):
+    from spec import train
+
+    t = gemma[0]
+    prompts = [{"prompt": "a question for gemma", "domain": "chat"}, {"prompt": "and another", "domain": "math"}]
+    train.build_data(t, tmp_path, prompts, [1, 5], max_new_tokens=3 * WINDOW, batch=8)
+    for p, seq in zip(prompts, train.load_data(tmp_path)):
+        assert seq.ids[seq.prompt_len :].tolist() == Engine(t).generate(p["prompt"], 3 * WINDOW).token_ids
+        _, fresh = t(mx.array([seq.ids.tolist()]), t.make_cache(), [1, 5])
+        assert mx.allclose(fresh[0].astype(mx.float16), mx.array(seq.taps), atol=2e-2)

@@ -10,6 +10,7 @@ from mlx.utils import tree_flatten
 from spec import train
 from spec.dflash import load_dflash
 from spec.dspark import load_dspark
+from spec.engine import Engine
 from spec.prompts import build_sets, split_of
 from spec.target import SpecError, load_target
 from spec.vocab import DraftVocab
@@ -37,9 +38,14 @@ def test_data_is_cached_and_complete(setup):
     seq = data[0]
     assert seq.taps.shape == (len(seq.ids), 2 * t.hidden_size) and seq.taps.dtype == np.float16
     assert list(seq.ids[: seq.prompt_len]) == t.encode_chat(PROMPTS[0]["prompt"])
-    # taps equal a fresh forward of the same sequence
-    _, fresh = t(mx.array([seq.ids.tolist()]), t.make_cache(), [1, 3])
-    assert np.allclose(np.array(fresh[0].astype(mx.float16)), seq.taps, atol=1e-2)
+    # taps equal a fresh forward of the same sequence, for every sequence of the left-padded batches
+    for seq in data:
+        _, fresh = t(mx.array([seq.ids.tolist()]), t.make_cache(), [1, 3])
+        assert np.allclose(np.array(fresh[0].astype(mx.float16)), seq.taps, atol=1e-2)
+    # and the answers are the target's own greedy answers, cut after an eos
+    for p, seq in zip(PROMPTS, data):
+        greedy = Engine(t).generate(p["prompt"], 24)
+        assert seq.ids[seq.prompt_len :].tolist() == greedy.token_ids
 
 
 @pytest.mark.parametrize("kind", ["dflash", "dspark"])
@@ -124,3 +130,44 @@ def test_answer_vocab_loss_equals_full_softmax_when_it_covers_everything(setup, 
     full, _ = train.block_loss(head, *args, 4.0)
     sub, _ = train.block_loss(head, *args, 4.0, everything)
     assert abs(full.item() - sub.item()) < 1e-4
+
+
+def test_soft_labels_are_the_targets_top_k_on_answer_rows(setup, tmp_path):
+    t, data, root = setup
+    for seq in data[:3]:
+        logits, _ = t(mx.array([seq.ids.tolist()]), t.make_cache())
+        logp = np.array(logits[0] - mx.logsumexp(logits[0], axis=-1, keepdims=True))[seq.prompt_len - 1 :]
+        ids, got = seq.soft_ids[seq.prompt_len - 1 :], seq.soft_logp[seq.prompt_len - 1 :].astype(np.float32)
+        assert ids.shape == (len(seq.ids) - seq.prompt_len + 1, train.SOFT_K)
+        assert np.allclose(np.take_along_axis(logp, ids, -1), got, atol=2e-2)
+        assert np.allclose(got.max(-1), logp.max(-1), atol=2e-2)  # the best is kept ...
+        assert (got >= np.sort(logp, -1)[:, -train.SOFT_K, None] - 2e-2).all()  # ... and only the top K
+    # data made before soft labels: training with --soft says what to do
+    old = tmp_path / "old"
+    old.mkdir()
+    for f in (root / "data").glob("shard-*"):
+        tensors, meta = mx.load(str(f), return_metadata=True)
+        mx.save_safetensors(str(old / f.name), {k: v for k, v in tensors.items() if not k.startswith("soft")}, meta)
+    assert train.load_data(old)[0].soft_ids is None
+    with pytest.raises(SpecError, match="soft labels"):
+        train.fit(t, train.load_data(old), tmp_path / "r", train.TrainSettings(steps=1, soft=0.5), config(t, "dflash"))
+
+
+@pytest.mark.parametrize("kind", ["dflash", "dspark"])
+def test_soft_loss_is_the_hard_loss_when_the_target_is_certain(setup, kind):
+    t, data, _ = setup
+    head = train.new_head(t, config(t, kind))
+    seq = data[0]
+    vocab = DraftVocab.of(head, train.answer_vocab(data))
+    args = (mx.array(seq.ids), mx.array(seq.taps), mx.array(train.sample_anchors(np.random.default_rng(0), seq, 6)),
+            4.0, vocab)
+    # the next token with probability 1, runners-up at -inf (and one outside the draft vocabulary)
+    nxt = np.concatenate([seq.ids[1:], seq.ids[-1:]])
+    ids = np.stack([nxt] + [np.full_like(nxt, t.vocab_size - 1)] * 2, axis=1).astype(np.int32)
+    logp = np.stack([np.zeros(len(nxt)), np.full(len(nxt), -np.inf), np.full(len(nxt), -np.inf)], 1)
+    certain = (mx.array(ids), mx.array(logp.astype(np.float16)))
+    hard, _ = train.block_loss(head, *args)
+    soft, _ = train.block_loss(head, *args, certain, 1.0)
+    assert abs(hard.item() - soft.item()) < 1e-4
+    real, _ = train.block_loss(head, *args, (mx.array(seq.soft_ids), mx.array(seq.soft_logp)), 1.0)
+    assert abs(real.item() - hard.item()) > 1e-3  # the target's own distribution is not one-hot
