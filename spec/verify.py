@@ -75,26 +75,26 @@ def accept_greedy(draft: mx.array, target_logits: mx.array) -> tuple[mx.array, m
 
 def accept_sampled(draft: mx.array, q_logprobs: mx.array | None, target_logits: mx.array, s: Sampling,
                    key: mx.array) -> tuple[mx.array, mx.array]:
-    """The Leviathan/Chen rule. draft [k], q_logprobs [k, V], target_logits [k+1, V]."""
+    """The Leviathan/Chen rule. draft [k], q_logprobs [k, V], target_logits [k+1, V].
+
+    Only the ratio test needs every row (one gathered value each); the residual max(0, p - q) is built
+    for the first-miss row alone (q = 0 on the bonus row: then it is p itself)."""
     k = draft.shape[0]
     p_log = log_probs(target_logits, s)
     k_accept, k_resample = mx.random.split(key)
     if k == 0:
         return mx.array(0), mx.random.categorical(p_log, key=k_resample)
-    p = mx.exp(p_log)
-    q = mx.exp(q_logprobs)
     rows = mx.arange(k)
-    px, qx = p[rows, draft], q[rows, draft]
+    px, qx = mx.exp(p_log[rows, draft]), mx.exp(q_logprobs[rows, draft])
     u = mx.random.uniform(shape=(k,), key=k_accept)
-    ok = (u * qx < px).astype(mx.int32)  # u < p/q without dividing by a tiny q
-    n = mx.cumprod(ok).sum()
-    residual = mx.maximum(p[:k] - q, 0.0)
-    mass = residual.sum(axis=-1, keepdims=True)
-    residual = mx.where(mass > 1e-12, residual / mx.maximum(mass, 1e-30), p[:k])
-    rows_dist = mx.concatenate([residual, p[k:]], axis=0)  # row i: where to sample if i is the first miss
-    fix = mx.random.categorical(mx.log(rows_dist[n]), key=k_resample)
-    padded = mx.concatenate([draft, fix[None]])
-    return n, mx.where(mx.arange(k + 1) < n, padded, fix)
+    n = mx.cumprod((u * qx < px).astype(mx.int32)).sum()  # u < p/q without dividing by a tiny q
+    p_n = mx.exp(p_log[n])
+    q_n = mx.where(n < k, mx.exp(q_logprobs[mx.minimum(n, k - 1)]), 0.0)
+    residual = mx.maximum(p_n - q_n, 0.0)
+    mass = residual.sum()
+    dist = mx.where(mass > 1e-12, residual / mx.maximum(mass, 1e-30), p_n)
+    fix = mx.random.categorical(mx.log(dist), key=k_resample)
+    return n, mx.where(mx.arange(k + 1) < n, mx.concatenate([draft, fix[None]]), fix)
 
 
 def accept(draft: mx.array, q_logprobs: mx.array | None, target_logits: mx.array, s: Sampling,
