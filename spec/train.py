@@ -135,7 +135,8 @@ def distill(target: Target, prompts: list[list[int]], taps: Sequence[int], max_n
     x = mx.array([[0] * n + p for n, p in zip(pad, prompts)])
     answers: list[list[int]] = [[] for _ in prompts]
     done = [False] * B
-    hidden_rows, id_rows, logp_rows = [], [], []
+    hidden_rows = []  # prompt rows before the last get zero soft labels, once
+    id_rows, logp_rows = [mx.zeros((B, L - 1, SOFT_K), mx.int32)], [mx.zeros((B, L - 1, SOFT_K), mx.float16)]
     while True:
         logits, hidden = target(x, cache, taps, last_only=True)
         ids, logp = top_k(logits[:, -1:])
@@ -143,8 +144,8 @@ def distill(target: Target, prompts: list[list[int]], taps: Sequence[int], max_n
         hidden = hidden.astype(mx.float16)
         mx.eval(hidden, ids, logp, nxt)
         hidden_rows.append(hidden)
-        id_rows.append(mx.concatenate([mx.zeros((B, x.shape[1] - 1, SOFT_K), mx.int32), ids], axis=1))
-        logp_rows.append(mx.concatenate([mx.zeros((B, x.shape[1] - 1, SOFT_K), mx.float16), logp], axis=1))
+        id_rows.append(ids)
+        logp_rows.append(logp)
         if all(done):
             break
         for i, tok in enumerate(nxt.tolist()):
@@ -156,7 +157,7 @@ def distill(target: Target, prompts: list[list[int]], taps: Sequence[int], max_n
     out = []
     for i, (n, p, a) in enumerate(zip(pad, prompts, answers)):
         end = n + len(p) + len(a)
-        out.append({"ids": p + a, "taps": rows[0][i, n:end], "soft_ids": rows[1][i, n:end],
+        out.append({"ids": p + a, "prompt_len": len(p), "taps": rows[0][i, n:end], "soft_ids": rows[1][i, n:end],
                     "soft_logp": rows[2][i, n:end]})
     return out
 
@@ -188,7 +189,7 @@ def build_data(target: Target, out: Path, prompts: list[dict], taps: Sequence[in
         tensors = {
             "ids": mx.array(np.concatenate([np.array(r["ids"], dtype=np.int32) for r in rows])),
             "offsets": mx.array(np.cumsum([0] + [len(r["ids"]) for r in rows]).astype(np.int32)),
-            "prompt_lens": mx.array(np.array([len(target.encode_chat(p["prompt"])) for p in shard], dtype=np.int32)),
+            "prompt_lens": mx.array(np.array([r["prompt_len"] for r in rows], dtype=np.int32)),
             **{k: mx.array(np.concatenate([r[k] for r in rows])) for k in ("taps", "soft_ids", "soft_logp")},
         }
         tmp = path.with_suffix(".tmp.safetensors")
@@ -253,9 +254,12 @@ def block_loss(head, ids: mx.array, taps: mx.array, anchors: mx.array, gamma: fl
             logits = logits + head.markov_head.markov_w1(prev) @ head.markov_head.markov_w2.weight[vocab.ids].T
         labels = vocab.index_of(labels)
     w = mx.exp(-mx.arange(d) / gamma)[None, :] * valid
-    ce = nn.losses.cross_entropy(logits, labels)
-    if soft is not None and soft_weight:
-        ce = (1 - soft_weight) * ce + soft_weight * soft_cross_entropy(logits, pos, soft, vocab)
+    if soft is not None and soft_weight:  # one log-softmax serves both terms
+        logq = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+        hard = -mx.take_along_axis(logq, labels[..., None].astype(mx.int32), axis=-1)[..., 0]
+        ce = (1 - soft_weight) * hard + soft_weight * soft_cross_entropy(logq, pos, soft, vocab)
+    else:
+        ce = nn.losses.cross_entropy(logits, labels)
     loss = (ce * w).sum() / w.sum()
     hit = (mx.argmax(logits, axis=-1) == labels) & valid
     if dspark and head.has_confidence:
@@ -268,9 +272,9 @@ def block_loss(head, ids: mx.array, taps: mx.array, anchors: mx.array, gamma: fl
     return loss, {"tau": (accepted + 1).astype(mx.float32).mean(), "ce": (ce * w).sum() / w.sum()}
 
 
-def soft_cross_entropy(logits: mx.array, pos: mx.array, soft: tuple[mx.array, mx.array],
+def soft_cross_entropy(logq: mx.array, pos: mx.array, soft: tuple[mx.array, mx.array],
                        vocab: DraftVocab | None) -> mx.array:
-    """-sum_k p_k log q(k) against the target's top-K distribution for each label position `pos`
+    """-sum_k p_k log q(k) (logq: the head's log-softmax) against the target's top-K distribution for each label position `pos`
     (the target's row pos - 1); runners-up outside the draft vocabulary are dropped, p renormalised."""
     rows = mx.clip(pos - 1, 0, soft[0].shape[0] - 1)
     tok, p = soft[0][rows], mx.exp(soft[1][rows].astype(mx.float32))
@@ -278,7 +282,6 @@ def soft_cross_entropy(logits: mx.array, pos: mx.array, soft: tuple[mx.array, mx
         idx = mx.minimum(vocab.index_of(tok), vocab.ids.shape[0] - 1)
         p = p * (vocab.ids[idx] == tok.astype(mx.uint32))
         tok = idx
-    logq = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
     return -(p * mx.take_along_axis(logq, tok.astype(mx.int32), axis=-1)).sum(-1) / mx.maximum(p.sum(-1), 1e-6)
 
 
@@ -532,8 +535,7 @@ def main(argv: list[str]) -> int:
     data = load_data(data_dir)
     s = TrainSettings(kind=a.kind, steps=a.steps, lr=a.lr, gamma=a.gamma, seqs_per_step=a.seqs_per_step,
                       anchors=a.anchors, ckpt_every=a.ckpt_every, eval_every=a.eval_every,
-                      eval_prompts=a.eval_prompts, seed=a.seed,
-                      soft=a.soft)
+                      eval_prompts=a.eval_prompts, seed=a.seed, soft=a.soft)
     folder = fit(target, data, a.out, s, config, heldout, until=a.until)
     print(f"head written to {folder}")
     if a.ship:
