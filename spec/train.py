@@ -317,6 +317,8 @@ class TrainSettings:
 
     def __post_init__(self) -> None:
         self.gamma = self.gamma or (7.0 if self.kind == "dflash" else 4.0)
+        if not 0 <= self.soft <= 1:
+            raise SpecError(f"--soft is a weight in [0, 1], not {self.soft}")
 
 
 def schedule(s: TrainSettings):
@@ -517,6 +519,9 @@ def main(argv: list[str]) -> int:
         print(paths[0].read_text() + "written: " + ", ".join(map(str, paths)))
         return 0
 
+    s = TrainSettings(kind=a.kind, steps=a.steps, lr=a.lr, gamma=a.gamma, seqs_per_step=a.seqs_per_step,
+                      anchors=a.anchors, ckpt_every=a.ckpt_every, eval_every=a.eval_every,
+                      eval_prompts=a.eval_prompts, seed=a.seed, soft=a.soft)  # bad settings fail before any work
     from .presets import resolve
     from .prompts import build_sets
 
@@ -533,9 +538,6 @@ def main(argv: list[str]) -> int:
         print(f"distillation data in {data_dir} (--steps 0: no training)")
         return 0
     data = load_data(data_dir)
-    s = TrainSettings(kind=a.kind, steps=a.steps, lr=a.lr, gamma=a.gamma, seqs_per_step=a.seqs_per_step,
-                      anchors=a.anchors, ckpt_every=a.ckpt_every, eval_every=a.eval_every,
-                      eval_prompts=a.eval_prompts, seed=a.seed, soft=a.soft)
     folder = fit(target, data, a.out, s, config, heldout, until=a.until)
     print(f"head written to {folder}")
     if a.ship:

@@ -171,3 +171,10 @@ def test_soft_loss_is_the_hard_loss_when_the_target_is_certain(setup, kind):
     assert abs(hard.item() - soft.item()) < 1e-4
     real, _ = train.block_loss(head, *args, (mx.array(seq.soft_ids), mx.array(seq.soft_logp)), 1.0)
     assert abs(real.item() - hard.item()) > 1e-3  # the target's own distribution is not one-hot
+
+
+def test_a_bad_soft_weight_is_one_clear_error_before_any_work(tmp_path):
+    with pytest.raises(SpecError, match=r"weight in \[0, 1\]"):
+        train.main(["--kind", "dflash", "--out", str(tmp_path / "run"), "--data", str(tmp_path / "data"),
+                    "--soft", "2"])
+    assert not (tmp_path / "data").exists() and not (tmp_path / "run").exists()
