@@ -13,6 +13,7 @@ the accept length) and can mix in the target's distribution (--soft). Output: th
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -169,12 +170,16 @@ def build_data(target: Target, out: Path, prompts: list[dict], taps: Sequence[in
     from tqdm import tqdm
 
     out.mkdir(parents=True, exist_ok=True)
-    meta = {"target": target.name, "taps": list(taps), "max_new_tokens": max_new_tokens, "prompts": len(prompts)}
+    digest = hashlib.sha256("\n".join(p["prompt"] for p in prompts).encode()).hexdigest()[:16]
+    meta = {"target": target.name, "taps": list(taps), "max_new_tokens": max_new_tokens, "prompts": len(prompts),
+            "prompts_sha256": digest}
     meta_path = out / "meta.json"
     if meta_path.exists():
         old = json.loads(meta_path.read_text())
-        if old.get("taps") != list(taps) or old.get("max_new_tokens") != max_new_tokens:
-            raise SpecError(f"{out} holds data made with other settings ({old}); use another --data folder")
+        same = {k: old.get(k) for k in ("taps", "max_new_tokens", "prompts")} == {
+            "taps": list(taps), "max_new_tokens": max_new_tokens, "prompts": len(prompts)}
+        if not same or old.get("prompts_sha256", digest) != digest:  # shards are cut by position in the list
+            raise SpecError(f"{out} holds data made with other settings or prompts ({old}); use another --data folder")
     meta_path.write_text(json.dumps(meta, indent=2))
     bar = tqdm(total=len(prompts), desc="distilling", unit="prompt")
     for si, shard in enumerate(_chunks(prompts, shard_size)):

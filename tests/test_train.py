@@ -48,6 +48,15 @@ def test_data_is_cached_and_complete(setup):
         assert seq.ids[seq.prompt_len :].tolist() == greedy.token_ids
 
 
+def test_a_data_folder_made_for_other_prompts_is_refused(setup):
+    t, _, root = setup
+    before = sorted(p.stat().st_mtime_ns for p in (root / "data").glob("shard-*"))
+    other = [dict(p, prompt=p["prompt"] + "?") for p in PROMPTS]  # same count, other prompts
+    with pytest.raises(SpecError, match="other settings or prompts"):
+        train.build_data(t, root / "data", other, [1, 3], max_new_tokens=24, batch=6, shard_size=6)
+    assert sorted(p.stat().st_mtime_ns for p in (root / "data").glob("shard-*")) == before  # nothing lost
+
+
 @pytest.mark.parametrize("kind", ["dflash", "dspark"])
 def test_loss_falls_and_head_reloads_bit_identically(setup, kind, tmp_path):
     t, data, _ = setup
