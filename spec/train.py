@@ -175,10 +175,9 @@ def build_data(target: Target, out: Path, prompts: list[dict], taps: Sequence[in
             "prompts_sha256": digest}
     meta_path = out / "meta.json"
     if meta_path.exists():
-        old = json.loads(meta_path.read_text())
-        same = {k: old.get(k) for k in ("taps", "max_new_tokens", "prompts")} == {
-            "taps": list(taps), "max_new_tokens": max_new_tokens, "prompts": len(prompts)}
-        if not same or old.get("prompts_sha256", digest) != digest:  # shards are cut by position in the list
+        old = {"prompts_sha256": digest, **json.loads(meta_path.read_text())}  # older data has no digest
+        # shards are cut by position in the prompt list, so another list of prompts would mix answers
+        if any(old.get(k) != meta[k] for k in ("taps", "max_new_tokens", "prompts", "prompts_sha256")):
             raise SpecError(f"{out} holds data made with other settings or prompts ({old}); use another --data folder")
     meta_path.write_text(json.dumps(meta, indent=2))
     bar = tqdm(total=len(prompts), desc="distilling", unit="prompt")
@@ -279,8 +278,9 @@ def block_loss(head, ids: mx.array, taps: mx.array, anchors: mx.array, gamma: fl
 
 def soft_cross_entropy(logq: mx.array, pos: mx.array, soft: tuple[mx.array, mx.array],
                        vocab: DraftVocab | None) -> mx.array:
-    """-sum_k p_k log q(k) (logq: the head's log-softmax) against the target's top-K distribution for each label position `pos`
-    (the target's row pos - 1); runners-up outside the draft vocabulary are dropped, p renormalised."""
+    """-sum_k p_k log q(k) (logq: the head's log-softmax) against the target's top-K distribution for each
+    label position `pos` (the target's row pos - 1); runners-up outside the draft vocabulary are dropped,
+    p renormalised."""
     rows = mx.clip(pos - 1, 0, soft[0].shape[0] - 1)
     tok, p = soft[0][rows], mx.exp(soft[1][rows].astype(mx.float32))
     if vocab is not None:
