@@ -81,6 +81,20 @@ def test_loss_falls_and_head_reloads_bit_identically(setup, kind, tmp_path):
     assert json.loads((shipped / "draft_vocab.json").read_text())["token_ids"] == sorted(answers)
 
 
+@pytest.mark.parametrize("kind", ["dflash", "dspark"])
+def test_a_new_head_starts_as_the_top_of_its_target(setup, kind):
+    t, _, _ = setup
+    head = train.new_head(t, train.head_config(t, kind, layers=2, taps=[1, 3], mask_token_id=3, markov_rank=8))
+    copied = train.init_from_target(head, t)
+    for mine, theirs in zip(head.layers, t.inner.layers[-2:]):  # draft layers 0, 1 = target layers L-2, L-1
+        src = dict(tree_flatten(theirs.parameters()))
+        assert all(mx.array_equal(v, src[k]).item() for k, v in tree_flatten(mine.parameters()))
+    assert mx.array_equal(head.norm.weight, t.inner.norm.weight).item()
+    H = t.hidden_size  # fc reads the deepest tap (identity), the others barely
+    assert mx.array_equal(head.fc.weight[:, H:], mx.eye(H)).item() and mx.abs(head.fc.weight[:, :H]).max() < 0.1
+    assert copied == 2 * len(tree_flatten(head.layers[0].parameters())) + 2
+
+
 def test_a_bad_draft_vocabulary_file_is_one_clear_error(setup, tmp_path):
     t, _, _ = setup
     folder = train.export_head(train.new_head(t, config(t, "dflash")), config(t, "dflash"), tmp_path / "h")
