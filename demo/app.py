@@ -286,10 +286,16 @@ class View:
         return lane.meter.tok_s / base.meter.tok_s
 
     def plot(self) -> pd.DataFrame | None:
-        rows = [{"round": i + 1, "accept length": n, "engine": LANES[name]}
-                for name in ("dspark", "dflash") if name in self.lanes and self.lanes[name].meter
-                for i, n in enumerate(self.lanes[name].meter.accept_lengths)]
-        return pd.DataFrame(rows) if rows else None  # never an empty frame (Gradio 6 LinePlot)
+        """Accept length per round of each head; None (never an empty frame, Gradio 6 LinePlot) until
+        every head has a round or the race is over: the browser keeps the colours of the plot's first
+        frame, so a head missing from it would stay invisible for the whole race."""
+        heads = [n for n in ("dspark", "dflash") if n in self.lanes]
+        rounds = {n: self.lanes[n].meter.accept_lengths if self.lanes[n].meter else [] for n in heads}
+        if self.state == "racing" and not all(rounds.values()):
+            return None
+        rows = [{"round": i + 1, "accept length": a, "engine": LANES[n]}
+                for n in heads for i, a in enumerate(rounds[n])]
+        return pd.DataFrame(rows) if rows else None
 
     def outputs(self) -> tuple:
         cols = []

@@ -124,6 +124,22 @@ def test_view_without_heads_or_baseline_says_why():
     assert "not in this race" in out[2] and "baseline off" in out[6]
 
 
+class FakeMeter:
+    def __init__(self, accept_lengths):
+        self.accept_lengths = accept_lengths
+
+
+def test_plot_waits_until_every_head_has_a_round():
+    # the browser keeps the colours of the plot's first frame: a head absent from it is never drawn
+    view = View({n: Lane(n, str, set()) for n in ("dspark", "dflash", "greedy")}, state="racing")
+    view.lanes["dspark"].meter = FakeMeter([2])
+    assert view.plot() is None
+    view.lanes["dflash"].meter = FakeMeter([1, 3])
+    assert sorted(view.plot()["engine"].unique()) == ["DFlash", "DSpark"] and len(view.plot()) == 3
+    view.lanes["dflash"].meter, view.state = None, "finished"  # a race that ended keeps what it has
+    assert list(view.plot()["engine"].unique()) == ["DSpark"]
+
+
 # -- the named endpoint --------------------------------------------------------------------------
 
 def test_client_gets_the_final_table(app):
