@@ -34,6 +34,7 @@ from .target import SpecError, Target, load_target, softcapped
 from .vocab import DraftVocab
 
 VOCAB_TENSORS = ("embed_tokens.weight", "lm_head.weight")  # DSpark's frozen copies of the target's
+INITS = ("target", "random")  # how a new head starts: init_from_target, or new_head's random weights
 
 
 # -- head configs in the published formats ------------------------------------------------------
@@ -87,9 +88,9 @@ def init_from_target(head: DFlashDraftModel | DSparkDraftModel, target: Target) 
     """Start the head as the top of its target: draft layer i a copy of target layer L - n + i, the final
     norm the target's, and fc reading the deepest tap alone. A random head spends its first thousand
     steps learning what these weights already do (the pocket DFlash head reached the random start's
-    step-800 loss by step 390, its step-4000 loss by step 1190). Tensors whose names or shapes differ keep their random init (q_norm / k_norm of a Llama-style
-    target, which has none), and so do a Gemma target's norms (they scale by 1 + w, ours by w).
-    Returns how many tensors were copied."""
+    step-800 loss by step 390, its step-4000 loss by step 1190). Tensors whose names or shapes differ
+    keep their random init (q_norm / k_norm of a Llama-style target, which has none), and so do a Gemma
+    target's norms (they scale by 1 + w, ours by w). Returns how many tensors were copied."""
     n, copied = len(head.layers), 0
     norms = not target.is_gemma4
     for mine, theirs in zip(head.layers, target.inner.layers[target.num_layers - n :]):
@@ -339,7 +340,7 @@ class TrainSettings:
     clip: float = 1.0
     answer_vocab: bool = True  # softmax over the answers' vocabulary only (see answer_vocab)
     soft: float = 0.0  # weight of the target's top-K distribution in the CE (0 = greedy tokens only)
-    init: str = "target"  # "target": start from the target's last layers (init_from_target); "random"
+    init: str = "target"  # one of INITS
     seed: int = 0
     ckpt_every: int = 200
     eval_every: int = 0
@@ -350,8 +351,8 @@ class TrainSettings:
         self.gamma = self.gamma or (7.0 if self.kind == "dflash" else 4.0)
         if not 0 <= self.soft <= 1:
             raise SpecError(f"--soft is a weight in [0, 1], not {self.soft}")
-        if self.init not in ("target", "random"):
-            raise SpecError(f"--init is 'target' or 'random', not {self.init!r}")
+        if self.init not in INITS:
+            raise SpecError(f"--init is one of {', '.join(INITS)}, not {self.init!r}")
 
 
 def schedule(s: TrainSettings):
@@ -539,7 +540,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--lr", type=float, default=TrainSettings.lr)
     ap.add_argument("--soft", type=float, default=0.0,
                     help="weight of the target's top-%d distribution in the loss (0: its greedy tokens only)" % SOFT_K)
-    ap.add_argument("--init", choices=["target", "random"], default=TrainSettings.init,
+    ap.add_argument("--init", choices=INITS, default=TrainSettings.init,
                     help="start the head's layers, final norm and fc from the target's top (default) or at random")
     ap.add_argument("--until", type=int, default=None,
                     help="stop after this step (the schedule still spans --steps); the same command resumes")
