@@ -24,15 +24,21 @@ from mlx_lm.models.cache import KVCache
 from mlx_lm.models.rope_utils import initialize_rope
 
 from . import vocab as draft_vocab
-from .target import SpecError, Target, read_config, resolve_path
+from .target import HEAD_FILES, SpecError, Target, read_config, resolve_path, softcapped
 
 
-def default_taps(num_target_layers: int, n: int = 5) -> list[int]:
-    """Taps spread evenly from layer 1 to L-3 (36 layers, 5 taps -> [1, 9, 17, 25, 33])."""
-    lo, hi = 1, max(1, num_target_layers - 3)
-    if n == 1:
-        return [lo]
-    return sorted({round(lo + i * (hi - lo) / (n - 1)) for i in range(n)})
+def default_taps(num_target_layers: int, num_draft_layers: int = 5) -> list[int]:
+    """z-lab's taps when a head names none: one per draft layer, spread from layer 1 to L-3 with
+    Python's rounding (36 layers, 5 draft layers -> [1, 9, 17, 25, 33]); one draft layer: L // 2."""
+    if num_draft_layers == 1:
+        return [num_target_layers // 2]
+    span = num_target_layers - 4
+    return [int(round(1 + i * span / (num_draft_layers - 1))) for i in range(num_draft_layers)]
+
+
+# Keys a z-lab head may keep in dflash_config or at the top level: dflash_config wins, as z-lab reads them.
+DFLASH_KEYS = ("block_size", "mask_token_id", "target_layer_ids", "num_target_layers", "input_embedding_scale",
+               "output_multiplier", "final_logit_softcapping")
 
 
 @dataclass
@@ -56,6 +62,10 @@ class BackboneConfig:
     max_position_embeddings: int = 40960
     layer_types: list[str] | None = None
     sliding_window: int | None = None
+    is_causal: bool | None = None  # all layers causal (True) or not (False); None: sliding layers only
+    input_embedding_scale: float | None = None  # None: the target's own embedding (Gemma: x sqrt(H))
+    output_multiplier: float = 1.0
+    final_logit_softcapping: float | None = None  # None: the target's own softcap
     model_type: str = "qwen3"
     raw: dict = field(default_factory=dict, repr=False)
 
@@ -65,13 +75,14 @@ class BackboneConfig:
 
     @classmethod
     def from_dict(cls, cfg: dict, **overrides: Any) -> "BackboneConfig":
-        """Read a published config: rope_theta may sit in rope_parameters; block_size and taps may
-        sit in dflash_config (newer DFlash heads) or at top level (older heads, DSpark)."""
+        """Read a published config as z-lab's reference does: the DFLASH_KEYS from dflash_config first,
+        then the top level (older heads, DSpark); rope_theta may sit in rope_parameters; taps default
+        to z-lab's rule over the head's layer count. Keys naming code (auto_map) are ignored."""
         merged = dict(cfg)
         nested = cfg.get("dflash_config") or {}
-        for key in ("block_size", "mask_token_id", "target_layer_ids"):
-            if key not in merged and key in nested:
-                merged[key] = nested[key]
+        merged.update({k: nested[k] for k in DFLASH_KEYS if nested.get(k) is not None})
+        if merged.get("is_causal") is None and nested.get("causal") is not None:
+            merged["is_causal"] = bool(nested["causal"])  # vLLM's reading of the same switch
         rope = cfg.get("rope_parameters") or {}
         if "rope_theta" not in rope and isinstance(rope.get("full_attention"), dict):
             rope = rope["full_attention"]  # per-layer-type form: these heads rope like full attention
@@ -79,8 +90,11 @@ class BackboneConfig:
             merged["rope_theta"] = rope["rope_theta"]
         if merged.get("rope_scaling") is None and rope.get("rope_type", "default") != "default":
             merged["rope_scaling"] = rope
-        if "target_layer_ids" not in merged and "num_target_layers" in merged:
-            merged["target_layer_ids"] = default_taps(int(merged["num_target_layers"]))
+        if merged.get("target_layer_ids") is None and "num_target_layers" in merged:
+            merged["target_layer_ids"] = default_taps(int(merged["num_target_layers"]),
+                                                      int(merged.get("num_hidden_layers", 5)))
+        if merged.get("output_multiplier") is None:
+            merged.pop("output_multiplier", None)
         merged.update(overrides)
         names = {f.name for f in fields(cls)} - {"raw"}
         missing = [n for n in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
@@ -89,14 +103,6 @@ class BackboneConfig:
             raise SpecError(f"head config lacks {', '.join(missing)}")
         merged.setdefault("num_key_value_heads", merged["num_attention_heads"])
         return cls(**{k: v for k, v in merged.items() if k in names}, raw=cfg)
-
-    def to_dict(self) -> dict:
-        out = dict(self.raw)
-        for f in fields(self):
-            if f.name != "raw":
-                v = getattr(self, f.name)
-                out[f.name] = list(v) if isinstance(v, tuple) else v
-        return out
 
 
 class DraftAttention(nn.Module):
@@ -157,9 +163,10 @@ class DraftLayer(nn.Module):
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
-def layer_windows(cfg: BackboneConfig) -> list[int | None]:
-    """Per layer: None for full attention, the window for sliding_attention (checked here, so a
-    head we cannot run is refused at load time)."""
+def layer_attention(cfg: BackboneConfig) -> list[tuple[bool, int | None]]:
+    """Per layer (causal, window): full-attention layers see the whole block both ways, sliding ones
+    are causal and windowed, unless the config's is_causal sets every layer (z-lab's and vLLM's rule).
+    Checked here, so a head we cannot run is refused at load time."""
     types = list(cfg.layer_types or ["full_attention"] * cfg.num_hidden_layers)
     if len(types) != cfg.num_hidden_layers:
         raise SpecError(f"head config has {len(types)} layer_types for {cfg.num_hidden_layers} layers")
@@ -168,12 +175,19 @@ def layer_windows(cfg: BackboneConfig) -> list[int | None]:
         raise SpecError(f"head layer_types {unknown} are not supported (full_attention, sliding_attention)")
     if "sliding_attention" in types and not cfg.sliding_window:
         raise SpecError("head has sliding_attention layers but no sliding_window in its config")
-    return [int(cfg.sliding_window) if t == "sliding_attention" else None for t in types]
+    return [(t == "sliding_attention" if cfg.is_causal is None else bool(cfg.is_causal),
+             int(cfg.sliding_window) if t == "sliding_attention" else None) for t in types]
 
 
-def window_mask(q_pos: mx.array, k_pos: mx.array, window: int) -> mx.array:
-    """Boolean mask: query at q_pos sees keys at k_pos with q_pos - window < k_pos <= q_pos."""
-    return (k_pos <= q_pos) & (k_pos > q_pos - window)
+def attention_mask(q_pos: mx.array, k_pos: mx.array, causal: bool, window: int | None) -> mx.array | None:
+    """Boolean mask of what a query at q_pos sees (None: everything). Causal: keys at or before it;
+    windowed: keys less than `window` away (behind it, and ahead of it too when not causal)."""
+    if not causal and window is None:
+        return None
+    seen = k_pos <= q_pos if causal else mx.ones(mx.broadcast_shapes(q_pos.shape, k_pos.shape), dtype=mx.bool_)
+    if window is not None:
+        seen = seen & (q_pos - k_pos < window) & (causal or (k_pos - q_pos < window))
+    return seen
 
 
 class Backbone(nn.Module):
@@ -186,7 +200,7 @@ class Backbone(nn.Module):
     def __init__(self, cfg: BackboneConfig):
         super().__init__()
         self.config = cfg
-        self._windows = tuple(layer_windows(cfg))  # a tuple: not a parameter tree
+        self._attention = tuple(layer_attention(cfg))  # a tuple: not a parameter tree
         self.fc = nn.Linear(len(cfg.target_layer_ids) * cfg.hidden_size, cfg.hidden_size, bias=False)
         self.hidden_norm = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
         self.layers = [self.make_layer(cfg, i) for i in range(cfg.num_hidden_layers)]
@@ -198,8 +212,53 @@ class Backbone(nn.Module):
         """The Qwen3-style draft layer; a head variant with other layers overrides this."""
         return DraftLayer(cfg)
 
+    # -- what a head borrows from its target -------------------------------------------------------
+    kind, title = "head", "Draft"
+    _target: Target | None = None  # set by bind(); a plain attribute, not a parameter
+
+    @classmethod
+    def from_weights(cls, config: BackboneConfig, weights: dict[str, mx.array]) -> "Backbone":
+        """The module the checkpoint's tensors fit (a head variant may depend on what was shipped)."""
+        return cls(config)
+
+    @classmethod
+    def check_target(cls, config: BackboneConfig, target: Target, who: str) -> None:
+        """Refuse a target this head was not made for (sizes, taps); a head variant adds its rules."""
+        check_against_target(config, target, who)
+
+    def bind(self, target: "Target | nn.Module") -> "Backbone":
+        """Tie the head to its target (a Target, or the bare mlx-lm model `target.model`): what it does
+        not ship (embedding, output layer) it shares with the target, not copied."""
+        target = Target.of(target)
+        self.check_target(self.config, target, f"{self.title} head")
+        self._target = target
+        self.use_draft_vocab(self.draft_ids)
+        return self
+
+    @property
+    def target(self) -> Target:
+        if self._target is None:
+            raise SpecError(f"the {self.title} head is not bound to a target: call bind(target) first")
+        return self._target
+
+    def embed(self, ids: mx.array) -> mx.array:
+        """Block rows through the target's embedding: as its first layer sees them (Gemma: x sqrt(H)),
+        or the raw table x input_embedding_scale when the head's config sets one (z-lab's newer heads)."""
+        scale = self.config.input_embedding_scale
+        return self.target.embed(ids) if scale is None else self.target.inner.embed_tokens(ids) * scale
+
     def output_layer(self) -> nn.Module:
-        raise NotImplementedError
+        return self.target.output_layer()
+
+    def logits(self, h: mx.array) -> mx.array:
+        """Logits over the draft vocabulary (the whole vocabulary when there is none) through the
+        target's output layer, x output_multiplier, then the head's softcap or else the target's."""
+        v = self.draft_vocab
+        out = self.target.project(h) if v is None else h @ v.weight.T
+        if self.config.output_multiplier != 1.0:
+            out = out * self.config.output_multiplier
+        cap = self.config.final_logit_softcapping
+        return softcapped(out, self.target.softcap if cap is None else cap)
 
     def use_draft_vocab(self, token_ids: list[int] | None) -> None:
         """Draft over `token_ids` only (None: the whole vocabulary). Call again after the output
@@ -228,7 +287,7 @@ class Backbone(nn.Module):
         pos = start + (ctx.shape[1] if ctx is not None else 0)
         h = block
         S = block.shape[1]
-        for layer, c, window in zip(self.layers, cache, self._windows):
+        for layer, c, (causal, window) in zip(self.layers, cache, self._attention):
             if ctx is not None:
                 ctx_k, ctx_v = c.update_and_fetch(*layer.self_attn.keys_values(ctx, self.rope, start))
             else:
@@ -236,9 +295,8 @@ class Backbone(nn.Module):
             if ctx_k is None:  # no context yet (never in the engine: the prompt is non-empty)
                 B, nkv, hd = h.shape[0], layer.self_attn.n_kv_heads, self.config.head_dim
                 ctx_k = ctx_v = mx.zeros((B, nkv, 0, hd), dtype=h.dtype)
-            mask = None
-            if window is not None:  # context rows sit at positions 0..pos-1, the block after them
-                mask = window_mask(mx.arange(pos, pos + S)[:, None], mx.arange(pos + S)[None], window)
+            # context rows sit at positions 0..pos-1, the block after them
+            mask = attention_mask(mx.arange(pos, pos + S)[:, None], mx.arange(pos + S)[None], causal, window)
             h = layer(h, ctx_k, ctx_v, self.rope, pos, mask)
         return self.norm(h)
 
@@ -255,12 +313,12 @@ class Backbone(nn.Module):
         """
         N, S = block.shape[:2]
         h = block
-        for layer, window in zip(self.layers, self._windows):
+        for layer, (causal, window) in zip(self.layers, self._attention):
             k, v = layer.self_attn.keys_values(ctx, self.rope, 0)
             k = mx.broadcast_to(k, (N,) + k.shape[1:])
             v = mx.broadcast_to(v, (N,) + v.shape[1:])
-            h = layer(h, k, v, self.rope, anchors, mask if window is None else
-                      _and_mask(mask, training_window_mask(anchors, ctx.shape[1], S, window)))
+            own = training_layer_mask(anchors, ctx.shape[1], S, causal, window)
+            h = layer(h, k, v, self.rope, anchors, mask if own is None else _and_mask(mask, own))
         return self.norm(h)
 
 
@@ -272,12 +330,14 @@ def training_mask(anchors: mx.array, ctx_len: int, block_size: int) -> mx.array:
     return mx.concatenate([ctx, own], axis=-1)
 
 
-def training_window_mask(anchors: mx.array, ctx_len: int, block_size: int, window: int) -> mx.array:
-    """Boolean [N, 1, S, T+S] of a sliding layer in train_blocks: context key t sits at position t,
-    block key j of block n at anchors[n] + j; queries at anchors[n] + i."""
+def training_layer_mask(anchors: mx.array, ctx_len: int, block_size: int, causal: bool,
+                        window: int | None) -> mx.array | None:
+    """Boolean [N, 1, S, T+S] of a causal or sliding layer in train_blocks (None: no restriction):
+    context key t sits at position t, block key j of block n at anchors[n] + j; queries at anchors[n] + i."""
     blk = anchors[:, None] + mx.arange(block_size)[None]  # [N, S] positions of the block rows
     keys = mx.concatenate([mx.broadcast_to(mx.arange(ctx_len)[None], (anchors.shape[0], ctx_len)), blk], axis=1)
-    return window_mask(blk[:, :, None], keys[:, None, :], window)[:, None]
+    seen = attention_mask(blk[:, :, None], keys[:, None, :], causal, window)
+    return None if seen is None else seen[:, None]
 
 
 def _and_mask(mask: mx.array | None, allowed: mx.array) -> mx.array:
@@ -293,7 +353,7 @@ def _and_mask(mask: mx.array | None, allowed: mx.array) -> mx.array:
 
 def load_head_folder(path_or_repo: str) -> tuple[Path, dict, dict[str, mx.array]]:
     """config.json + every *.safetensors of a head (hub id or folder); safetensors only, no code."""
-    folder = resolve_path(path_or_repo, allow_patterns=("*.json", "*.safetensors"))
+    folder = resolve_path(path_or_repo, allow_patterns=HEAD_FILES)
     cfg = read_config(folder)
     files = sorted(folder.glob("*.safetensors"))
     if not files:
@@ -345,8 +405,8 @@ def build_head(model_cls: type, config: BackboneConfig, weights: dict[str, mx.ar
     """The common tail of both loaders: refuse a head made for another target before reading its
     weights, load them strictly, quantize if asked, bind (which applies a shipped draft vocabulary)."""
     if target is not None:
-        check_against_target(config, target, who)
-    model = model_cls(config)
+        model_cls.check_target(config, target, who)
+    model = model_cls.from_weights(config, weights)
     load_strict(model, weights, who, compute_dtype(weights))
     maybe_quantize(model, drafter_bits)
     ids = draft_vocab.read(folder) if folder is not None else None

@@ -3,17 +3,16 @@
 Every slot k of [anchor, mask, ...] predicts token anchor+k+1 through the head's own lm_head; the
 Markov head adds a bias from the previous token (x_0 = the anchor, then each drafted token), which
 makes drafting semi-autoregressive at almost no cost. A confidence head estimates the chance each
-draft survives; the draft is cut where the running product falls below a threshold.
+draft survives given its prefix did; the draft is cut at the first slot whose own estimate falls below
+a threshold, as DeepSpec's released evaluation does.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import mlx.core as mx
 import mlx.nn as nn
 
-from .drafter import Backbone, BackboneConfig, build_head, check_against_target, load_head_folder
+from .drafter import Backbone, BackboneConfig
 from .target import SpecError, Target, softcapped
 from .verify import Sampling, pick
 
@@ -74,21 +73,29 @@ class ConfidenceHead(nn.Module):
 
 
 class DSparkDraftModel(Backbone):
-    kind = "dspark"
+    kind, title = "dspark", "DSpark"
     first_draft_slot = 0
 
-    def __init__(self, config: DSparkConfig):
+    def __init__(self, config: DSparkConfig, own_embed: bool = True, own_head: bool = True):
+        """own_embed / own_head: the checkpoint ships its frozen copies (deepseek-ai's do); a head
+        packaged without them shares the target's, as DFlash does."""
         super().__init__(config)
         if config.markov_rank and config.raw.get("markov_head_type", "vanilla") != "vanilla":
             raise SpecError(f"markov_head_type {config.raw['markov_head_type']!r} is not supported (only vanilla)")
-        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
-        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        if own_embed:
+            self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        if own_head:
+            self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         if config.markov_rank:
             self.markov_head = MarkovHead(config.vocab_size, config.markov_rank)
         if config.confidence:
             extra = config.markov_rank if config.confidence_with_markov else 0
             self.confidence_head = ConfidenceHead(config.hidden_size + extra)
-        self.softcap = config.raw.get("final_logit_softcapping")
+        self.softcap = config.final_logit_softcapping
+
+    @classmethod
+    def from_weights(cls, config: DSparkConfig, weights: dict) -> "DSparkDraftModel":
+        return cls(config, own_embed="embed_tokens.weight" in weights, own_head="lm_head.weight" in weights)
 
     @property
     def max_drafts(self) -> int:
@@ -102,20 +109,21 @@ class DSparkDraftModel(Backbone):
     def has_confidence(self) -> bool:
         return "confidence_head" in self
 
-    def bind(self, target: Target) -> "DSparkDraftModel":
-        check_family(self.config, target)
-        check_against_target(self.config, target, "DSpark head")
-        self.use_draft_vocab(self.draft_ids)
-        return self
+    @classmethod
+    def check_target(cls, config: DSparkConfig, target: Target, who: str) -> None:
+        check_family(config, target, who)
+        super().check_target(config, target, who)
 
     def embed(self, ids: mx.array) -> mx.array:
-        return self.embed_tokens(ids)
+        return self.embed_tokens(ids) if "embed_tokens" in self else super().embed(ids)
 
     def output_layer(self):
-        return self.lm_head
+        return self.lm_head if "lm_head" in self else super().output_layer()
 
     def logits(self, h: mx.array) -> mx.array:
         """Logits over the draft vocabulary (the whole vocabulary when there is none), before Markov."""
+        if "lm_head" not in self:
+            return super().logits(h)
         v = self.draft_vocab
         return softcapped(self.lm_head(h) if v is None else h @ v.weight.T, self.softcap)
 
@@ -136,7 +144,8 @@ class DSparkDraftModel(Backbone):
     def propose(self, cache: list, new_taps: mx.array | None, anchor: int, k: int, sampling: Sampling,
                 key: mx.array | None, threshold: float = 0.0) -> tuple[mx.array, mx.array | None]:
         """One backbone pass, then the Markov head left to right over the first k slots; with a
-        confidence threshold, cut where the predicted prefix survival drops below it (one sync)."""
+        confidence threshold, the draft ends before the first slot whose own survival is below it
+        (DeepSpec's released rule), one sync."""
         h = self.block_hidden(cache, new_taps, anchor)[:k]
         base = self.logits(h)
         keys = mx.random.split(key, k) if key is not None else [None] * k
@@ -150,32 +159,21 @@ class DSparkDraftModel(Backbone):
         draft = mx.concatenate(tokens)
         q = None if sampling.greedy else mx.concatenate(logprobs)
         if threshold > 0 and self.has_confidence:
-            prevs = mx.concatenate([mx.array([anchor], dtype=draft.dtype), draft[:-1]])
-            keep = int((mx.cumprod(self.survival(h, prevs)) >= threshold).sum().item())
+            keep = confident_prefix(self.survival(h, mx.concatenate([mx.array([anchor], dtype=draft.dtype),
+                                                                     draft[:-1]])), threshold)
             draft, q = draft[:keep], (q[:keep] if q is not None else None)
         return draft, q
 
 
-def load_dspark(path_or_repo: str, target: Target | None = None, drafter_bits: int | None = None) -> DSparkDraftModel:
-    """Load a deepseek-ai DSpark head (config.json + safetensors, strict names, no remote code):
-    Qwen3DSparkModel here, Gemma4DSparkModel through spec.gemma4."""
-    folder, cfg, weights = load_head_folder(path_or_repo)
-    arch = cfg.get("architectures") or []
-    if not any(a.endswith("DSparkModel") for a in arch):
-        raise SpecError(f"{path_or_repo} is not a DSpark head (architectures {arch or 'missing'})")
-    config_cls, model_cls = DSparkConfig, DSparkDraftModel
-    if "Gemma4DSparkModel" in arch:
-        from .gemma4 import GEMMA4_HEAD_TYPES, Gemma4DSparkConfig, Gemma4DSparkDraftModel
+def confident_prefix(survival: mx.array, threshold: float) -> int:
+    """Drafts kept: those before the first slot whose own survival probability is below the threshold."""
+    below = mx.concatenate([survival < threshold, mx.array([True])])
+    return int(mx.argmax(below).item())
 
-        if cfg.get("model_type") not in GEMMA4_HEAD_TYPES:
-            raise SpecError(f"Gemma4DSparkModel head with model_type {cfg.get('model_type')!r} "
-                            f"(expected {' or '.join(GEMMA4_HEAD_TYPES)})")
-        config_cls, model_cls = Gemma4DSparkConfig, Gemma4DSparkDraftModel
-    elif cfg.get("model_type") not in ("qwen3",):
-        raise SpecError(f"DSpark head backbone {cfg.get('model_type')!r} is not supported (qwen3, or a "
-                        "Gemma4DSparkModel head)")
-    overrides: dict[str, Any] = {}
-    config = config_cls.from_dict(cfg, **overrides)
-    if target is not None:
-        check_family(config, target)
-    return build_head(model_cls, config, weights, target, f"DSpark head {path_or_repo}", drafter_bits, folder)
+
+def load_dspark(path_or_repo: str, target: Target | None = None, drafter_bits: int | None = None) -> DSparkDraftModel:
+    """Load a deepseek-ai DSpark head (config.json + safetensors, strict names, no remote code), as the
+    class its architectures name (Qwen3DSparkModel, Gemma4DSparkModel: spec.heads decides)."""
+    from .heads import load_head
+
+    return load_head(path_or_repo, "dspark", target, drafter_bits)

@@ -20,8 +20,6 @@ from .drafter import DraftAttention, DraftMLP
 from .dspark import DSparkConfig, DSparkDraftModel
 from .target import SpecError
 
-GEMMA4_HEAD_TYPES = ("gemma4", "gemma4_text")  # drafters.md says gemma4; DeepSpec copies gemma4_text
-
 
 class Gemma4DSparkConfig(DSparkConfig):
     """A Gemma4DSparkModel config: Gemma text keys mapped onto the backbone's fields."""
@@ -115,12 +113,13 @@ class Gemma4DraftLayer(nn.Module):
 class Gemma4DSparkDraftModel(DSparkDraftModel):
     """A DSpark head whose backbone layers are Gemma's; embeddings scaled by sqrt(H)."""
 
-    def __init__(self, config: Gemma4DSparkConfig):
-        super().__init__(config)
+    def __init__(self, config: Gemma4DSparkConfig, **shipped: bool):
+        super().__init__(config, **shipped)
         self.embed_scale = config.hidden_size**0.5
 
     def make_layer(self, cfg: Gemma4DSparkConfig, index: int) -> nn.Module:
         return Gemma4DraftLayer(cfg, index)
 
     def embed(self, ids: mx.array) -> mx.array:
-        return self.embed_tokens(ids) * self.embed_scale
+        """Own embedding x sqrt(H); a borrowed one is the target's, which scales it itself."""
+        return self.embed_tokens(ids) * self.embed_scale if "embed_tokens" in self else super().embed(ids)

@@ -19,8 +19,12 @@ import mlx.nn as nn
 from mlx_lm.models.base import create_attention_mask
 from mlx_lm.models.cache import KVCache, make_prompt_cache, trim_prompt_cache
 
-GEMMA4_FAMILIES = ("gemma4", "gemma4_text")  # multimodal hub checkpoints (text under language_model), text-only
-SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3") + GEMMA4_FAMILIES
+GEMMA4_FAMILIES = ("gemma4", "gemma4_text")  # mlx-lm modules: multimodal hub checkpoints, text-only
+# What the engine cannot roll back or has never been tested on, by the config keys that announce it.
+MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "enable_moe_block")
+# Files a checkpoint may bring: configs, weights, tokenizer files. Never *.py: we never run a checkpoint's code.
+TARGET_FILES = ("*.json", "*.safetensors", "*.jinja", "tokenizer.model", "merges.txt", "vocab.txt")
+HEAD_FILES = ("*.json", "*.safetensors")
 
 
 def softcapped(logits: mx.array, cap: float | None) -> mx.array:
@@ -32,8 +36,12 @@ class SpecError(ValueError):
     """Bad input from the user: a clear message, raised before any generation starts."""
 
 
-def resolve_path(path_or_repo: str, allow_patterns: Sequence[str] = ("*.json", "*.safetensors", "*.jinja", "*.txt", "*.model")) -> Path:
-    """A local folder as is; otherwise a hub repo id fetched (safetensors and json only) by huggingface_hub."""
+def resolve_path(path_or_repo: str, allow_patterns: Sequence[str] = TARGET_FILES) -> Path:
+    """A local folder as is; otherwise a hub repo id fetched by huggingface_hub (only `allow_patterns`).
+
+    A repo downloaded once is reused from huggingface_hub's cache when the hub cannot be reached, and
+    with HF_HUB_OFFLINE=1 (where huggingface_hub itself reads the cache only).
+    """
     p = Path(path_or_repo).expanduser()
     if p.exists():
         if not p.is_dir():
@@ -43,14 +51,31 @@ def resolve_path(path_or_repo: str, allow_patterns: Sequence[str] = ("*.json", "
         raise SpecError(f"model folder not found: {path_or_repo}")
     from huggingface_hub import snapshot_download
 
+    patterns = list(allow_patterns)
     try:
-        return Path(snapshot_download(path_or_repo, allow_patterns=list(allow_patterns)))
-    except Exception as e:  # network, auth, missing repo: one readable line
-        raise SpecError(f"could not download {path_or_repo!r} from the hub: {type(e).__name__}: {e}") from e
+        return Path(snapshot_download(path_or_repo, allow_patterns=patterns))
+    except Exception as online:  # network, auth, missing repo
+        try:  # the hub is out of reach: a copy downloaded before will do
+            return Path(snapshot_download(path_or_repo, allow_patterns=patterns, local_files_only=True))
+        except Exception:
+            raise SpecError(hub_error(path_or_repo, online)) from online
+
+
+def hub_error(repo: str, e: Exception) -> str:
+    """One readable line for a failed download (huggingface_hub's own text is a stack of causes)."""
+    kind = type(e).__name__
+    if kind in ("RepositoryNotFoundError", "RevisionNotFoundError"):
+        return f"{repo!r} does not exist on the hub (or is private)"
+    if kind == "GatedRepoError":
+        return f"{repo!r} is gated on the hub: accept its licence there and log in (huggingface-cli login)"
+    if kind in ("LocalEntryNotFoundError", "OfflineModeIsEnabled") or "connect" in str(e).lower():
+        return (f"{repo!r} is not in the local hub cache and the hub cannot be reached "
+                "(offline?): download it once with a network")
+    return f"could not download {repo!r} from the hub: {kind}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
 def read_config(folder: Path) -> dict:
-    """config.json of a model folder, refusing configs that ask for remote code."""
+    """config.json of a model folder. Keys that name code (auto_map) are metadata: we never import it."""
     cfg_path = folder / "config.json"
     if not cfg_path.exists():
         raise SpecError(f"{folder} has no config.json")
@@ -58,9 +83,80 @@ def read_config(folder: Path) -> dict:
         cfg = json.loads(cfg_path.read_text())
     except json.JSONDecodeError as e:
         raise SpecError(f"{cfg_path} is not valid JSON: {e}") from e
-    if "auto_map" in cfg or cfg.get("trust_remote_code"):
-        raise SpecError(f"{cfg_path} asks for remote code (auto_map); we never execute code from a checkpoint")
+    if not isinstance(cfg, dict):
+        raise SpecError(f"{cfg_path} is not a JSON object")
     return cfg
+
+
+def refuse_code(folder: Path, cfg: dict) -> None:
+    """Refuse a target only for what would really run its code: mlx-lm's `model_file` (a module
+    built from the checkpoint) or a tokenizer class that exists only as the checkpoint's code."""
+    why = None
+    if cfg.get("model_file"):
+        why = f"its config asks mlx-lm to run {cfg['model_file']!r} (model_file)"
+    tok_path = folder / "tokenizer_config.json"
+    if why is None and tok_path.exists():
+        try:
+            tok = json.loads(tok_path.read_text())
+        except json.JSONDecodeError as e:
+            raise SpecError(f"{tok_path} is not valid JSON: {e}") from e
+        auto = (tok.get("auto_map") or {}).get("AutoTokenizer")
+        cls = tok.get("tokenizer_class")
+        if auto and not _builtin_tokenizer(cls):
+            why = f"its tokenizer class {cls or auto!r} exists only as code in the checkpoint (auto_map)"
+    if why:
+        raise SpecError(f"{folder} needs remote code: {why}; we never execute code from a checkpoint")
+
+
+def _builtin_tokenizer(name: str | None) -> bool:
+    """Whether transformers ships tokenizer class `name` itself (then auto_map is never imported)."""
+    if not name:
+        return False
+    import transformers
+
+    return any(getattr(transformers, n, None) is not None for n in (name, name.removesuffix("Fast"), name + "Fast"))
+
+
+def target_family(cfg: dict) -> str:
+    """The mlx-lm module that loads this config, by mlx-lm's own remap tables (gemma4_unified -> gemma4)."""
+    from mlx_lm.utils import _get_classes
+
+    if "model_type" not in cfg:
+        raise SpecError("the target's config.json has no model_type")
+    try:
+        model_cls, _ = _get_classes(cfg)
+    except ValueError as e:
+        import mlx_lm
+
+        raise SpecError(f"mlx-lm {mlx_lm.__version__} cannot load model_type {cfg['model_type']!r}") from e
+    return model_cls.__module__.rsplit(".", 1)[-1]
+
+
+def check_tappable(cfg: dict, family: str) -> None:
+    """Refuse, before any weight is read, a family the engine cannot verify on: experts we have not
+    tested, and layers whose cache cannot be rolled back after a rejected draft."""
+    from mlx_lm.models.cache import RotatingKVCache
+    from mlx_lm.utils import _get_classes
+
+    sub = cfg.get("text_config") or {}
+    moe = [k for k in MOE_KEYS if cfg.get(k) or sub.get(k)]
+    if moe or "moe" in family:
+        raise SpecError(f"target family {family!r} is a mixture-of-experts model ({', '.join(moe) or family}); "
+                        "speculative decoding on it is not tested here yet")
+    if family in GEMMA4_FAMILIES:
+        return  # its sliding layers run on our trimmable WindowKVCache
+    model_cls, args_cls = _get_classes(cfg)
+    try:
+        caches = make_prompt_cache(model_cls(args_cls.from_dict(cfg)))  # lazy: no weights are made
+    except Exception as e:
+        raise SpecError(f"target family {family!r}: could not build its layers from config.json ({e})") from e
+    kinds = {type(c).__name__ for c in caches if type(c) is not KVCache}
+    if any(isinstance(c, RotatingKVCache) for c in caches):
+        raise SpecError(f"target family {family!r} has sliding-window layers on mlx-lm's RotatingKVCache, "
+                        "which cannot be rolled back after a rejected draft (only Gemma-4's are handled)")
+    if kinds:
+        raise SpecError(f"target family {family!r} keeps a recurrent state ({', '.join(sorted(kinds))}: linear "
+                        "attention or state-space layers) that cannot be rolled back after a rejected draft")
 
 
 def _language_model(model: nn.Module) -> tuple[nn.Module, nn.Module]:
@@ -161,7 +257,8 @@ class Target:
     def __post_init__(self) -> None:
         self.outer, self.inner = _language_model(self.model)
         self.model_type = self.config.get("model_type", "")
-        self.is_gemma4 = self.model_type in GEMMA4_FAMILIES
+        self.family = type(self.model).__module__.rsplit(".", 1)[-1]  # the mlx-lm module that built it
+        self.is_gemma4 = self.family in GEMMA4_FAMILIES
         # a multimodal Gemma-4 config keeps the text model's keys under text_config; mlx-lm's own
         # args are the ground truth there (it also moves the top-level vocab_size into them)
         cfg = dict(vars(self.outer.args)) if self.is_gemma4 else self.config
@@ -176,6 +273,30 @@ class Target:
         eos = getattr(self.tokenizer, "eos_token_ids", None) or {getattr(self.tokenizer, "eos_token_id", None)}
         self.eos_ids = {int(e) for e in eos if e is not None}
 
+    @classmethod
+    def of(cls, model_or_target: "Target | nn.Module") -> "Target":
+        """A Target as is; a bare mlx-lm model (`target.model`, as the original tool bound heads) wrapped
+        with its own args as config (no tokenizer: enough for a head to borrow its layers)."""
+        if isinstance(model_or_target, Target):
+            return model_or_target
+        if not isinstance(model_or_target, nn.Module):
+            raise SpecError(f"bind() needs a Target or an mlx-lm model, not {type(model_or_target).__name__}")
+        args = getattr(model_or_target, "args", None)
+        return cls(model=model_or_target, tokenizer=None, config=dict(vars(args)) if args is not None else {})
+
+    def check_walk(self, ids: Sequence[int] = (1, 2, 3, 4)) -> None:
+        """Our layer walk must reproduce the model's own logits, or the taps and the cache are not its."""
+        x = mx.array([[int(i) % self.vocab_size for i in ids]])
+        try:
+            ours, _ = self(x, self.make_cache())
+            ref = self.model(x)
+        except Exception as e:
+            raise SpecError(f"target family {self.family!r}: its layers cannot be walked and tapped ({e})") from e
+        err = float(mx.abs(ours - ref).max())
+        if not err <= 1e-3 * max(1.0, float(mx.abs(ref).max())):
+            raise SpecError(f"target family {self.family!r}: walking its layers does not reproduce its own "
+                            f"logits (max difference {err:.3g}); it cannot be tapped")
+
     # -- the pieces drafters bind to ----------------------------------------------------------
     def embed(self, ids: mx.array) -> mx.array:
         """Input embeddings as the model's first layer sees them (scaled for Gemma)."""
@@ -185,8 +306,12 @@ class Target:
     def lm_head(self, h: mx.array) -> mx.array:
         """Logits from final-normed hidden states (tied embedding when there is no lm_head;
         tanh softcap for Gemma)."""
+        return softcapped(self.project(h), self.softcap)
+
+    def project(self, h: mx.array) -> mx.array:
+        """The output layer alone: logits before any softcap."""
         head = getattr(self.outer, "lm_head", None)
-        return softcapped(head(h) if head is not None else self.inner.embed_tokens.as_linear(h), self.softcap)
+        return head(h) if head is not None else self.inner.embed_tokens.as_linear(h)
 
     def output_layer(self) -> nn.Module:
         """The layer whose weight rows turn hidden states into logits (lm_head or the tied embedding)."""
@@ -280,13 +405,18 @@ class Target:
         return h
 
     # -- text ---------------------------------------------------------------------------------
-    def encode_chat(self, prompt: str, chat: bool = True) -> list[int]:
-        """Token ids of a user prompt, through the model's chat template when it has one."""
+    def encode_chat(self, prompt: str, chat: bool = True, thinking: bool = False) -> list[int]:
+        """Token ids of a user prompt, through the model's chat template when it has one.
+
+        thinking: the template's `enable_thinking` (Qwen3 thinks unless told not to; templates without
+        the switch ignore it). Off by default, as the heads' published benchmarks run.
+        """
         if not prompt or not prompt.strip():
             raise SpecError("the prompt is empty")
         tok = self.tokenizer
         if chat and getattr(tok, "chat_template", None):
-            ids = tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True)
+            ids = tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
+                                          enable_thinking=bool(thinking))
             if isinstance(ids, str):
                 ids = tok.encode(ids, add_special_tokens=False)
             elif isinstance(ids, dict):
@@ -299,15 +429,15 @@ class Target:
 
 
 def load_target(path_or_repo: str, *, lazy: bool = False) -> Target:
-    """Load an mlx-lm model by hub id or folder; refuses remote code and unsupported families."""
+    """Load an mlx-lm model by hub id or folder: any family mlx-lm loads whose layers we can walk,
+    tap and roll back; a checkpoint that would run its own code is refused."""
     from mlx_lm.utils import load as mlx_load
 
     folder = resolve_path(path_or_repo)
     cfg = read_config(folder)
-    family = cfg.get("model_type", "")
-    if family not in SUPPORTED_FAMILIES:
-        raise SpecError(
-            f"target family {family!r} is not supported yet (supported: {', '.join(SUPPORTED_FAMILIES)})"
-        )
+    refuse_code(folder, cfg)
+    check_tappable(cfg, target_family(cfg))
     model, tokenizer = mlx_load(str(folder), lazy=lazy)
-    return Target(model=model, tokenizer=tokenizer, config=cfg, name=str(path_or_repo))
+    target = Target(model=model, tokenizer=tokenizer, config=cfg, name=str(path_or_repo))
+    target.check_walk()
+    return target

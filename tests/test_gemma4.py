@@ -158,7 +158,7 @@ def test_gemma_heads_as_published(gemma, gemma_dir, tmp_path):
     assert type(dspark.rope).__name__ == "ProportionalRoPE" and dspark.softcap == 30.0
     assert mx.allclose(dspark.embed(mx.array([5])), dspark.embed_tokens(mx.array([5])) * 8.0)  # x sqrt(64)
     assert float(dspark.layers[0].layer_scalar[0]) == pytest.approx(0.9)  # read from the checkpoint
-    assert dflash._windows == (6, None, 6)  # sliding_attention layers, sliding_window 6
+    assert dflash._attention == ((True, 6), (False, None), (True, 6))  # sliding layers: causal, window 6
     assert mx.allclose(dflash.embed(mx.array([5])), t.embed(mx.array([5])))  # the target's scaled embedding
     # DeepSpec writes the text config's own model_type
     alt = shutil.copytree(gemma_dir / "dspark", tmp_path / "text-type")

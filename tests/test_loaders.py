@@ -86,7 +86,6 @@ BAD_HEADS = {
     "hidden": (lambda c: c.update(hidden_size=32, head_dim=8), None, "hidden size"),
     "taps": (lambda c: c["dflash_config"].update(target_layer_ids=[1, 9]), None, "outside the target"),
     "layers": (lambda c: c.update(num_target_layers=36), None, "36-layer"),
-    "remote-code": (lambda c: c.update(auto_map={"AutoModel": "modeling.DFlash"}), None, "remote code"),
     "missing": (None, lambda w: w.pop("layers.1.mlp.up_proj.weight"), "missing 1 tensor"),
     "extra": (None, lambda w: w.update({"lm_head.weight": mx.zeros((4, 4))}), "unexpected 1 tensor"),
     "shape": (None, lambda w: w.update({"fc.weight": mx.zeros((64, 64))}), "shapes"),
@@ -129,8 +128,8 @@ def test_bad_requests(tiny_dir, qwen3):
         Engine(qwen3, head, max_draft=99)
     with pytest.raises(SpecError, match="not found"):
         load_target(str(tiny_dir / "nope"))
-    with pytest.raises(SpecError, match="remote code"):
-        bad = copy_head(tiny_dir / "qwen3", tiny_dir / "remote", lambda c: c.update(auto_map={"x": "y"}))
+    with pytest.raises(SpecError, match="needs remote code.*model_file"):
+        bad = copy_head(tiny_dir / "qwen3", tiny_dir / "remote", lambda c: c.update(model_file="modeling.py"))
         load_target(str(bad))
     # the engine still works after all of that
     assert greedy_generate(qwen3, [5, 6], 3).finish_reason in ("length", "eos")

@@ -1,0 +1,66 @@
+"""Which head class a checkpoint's architecture name loads: the one table both loaders read.
+
+A head's config.json names its class in `architectures` (z-lab: DFlashDraftModel; deepseek-ai:
+Qwen3DSparkModel or Gemma4DSparkModel) and its own backbone in `model_type`. We implement every class
+ourselves; the name only picks ours (an `auto_map` next to it is metadata and never imported).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from .target import SpecError, Target
+
+TITLES = {"dflash": "DFlash", "dspark": "DSpark"}
+
+
+@dataclass(frozen=True)
+class HeadClass:
+    kind: str  # "dflash" | "dspark"
+    module: str  # spec.<module> holds the two classes
+    config: str
+    model: str
+    model_types: tuple[str, ...] | None  # the head's own backbone; None: any
+
+    def classes(self) -> tuple[type, type]:
+        mod = importlib.import_module(f"spec.{self.module}")
+        return getattr(mod, self.config), getattr(mod, self.model)
+
+
+HEADS: dict[str, HeadClass] = {
+    "DFlashDraftModel": HeadClass("dflash", "dflash", "DFlashConfig", "DFlashDraftModel", None),
+    "Qwen3DSparkModel": HeadClass("dspark", "dspark", "DSparkConfig", "DSparkDraftModel", ("qwen3",)),
+    # drafters.md says model_type gemma4; DeepSpec's saved configs copy the target's gemma4_text
+    "Gemma4DSparkModel": HeadClass("dspark", "gemma4", "Gemma4DSparkConfig", "Gemma4DSparkDraftModel",
+                                   ("gemma4", "gemma4_text")),
+}
+DEFAULT = {"dflash": "DFlashDraftModel"}  # a head config without architectures (older z-lab heads)
+
+
+def head_class(cfg: dict, kind: str, who: str) -> HeadClass:
+    """The entry of HEADS a config names, checked to be a `kind` head with a backbone we run."""
+    arch = cfg.get("architectures") or ([DEFAULT[kind]] if kind in DEFAULT else [])
+    found = [HEADS[a] for a in arch if a in HEADS]
+    if not found or found[0].kind != kind:
+        named = ", ".join(arch) if arch else "missing"
+        raise SpecError(f"{who} is not a {TITLES[kind]} head (architectures {named}; "
+                        f"expected {' or '.join(a for a, h in HEADS.items() if h.kind == kind)})")
+    head = found[0]
+    if head.model_types and cfg.get("model_type") not in head.model_types:
+        raise SpecError(f"{who}: a {arch[0]} head with model_type {cfg.get('model_type')!r} "
+                        f"(expected {' or '.join(head.model_types)})")
+    return head
+
+
+def load_head(path_or_repo: str, kind: str, target: Target | None = None, drafter_bits: int | None = None,
+              **overrides: Any):
+    """config.json + safetensors of a head (strict names, no code), as the class its config names."""
+    from .drafter import build_head, load_head_folder
+
+    who = f"{TITLES[kind]} head {path_or_repo}"
+    folder, cfg, weights = load_head_folder(path_or_repo)
+    config_cls, model_cls = head_class(cfg, kind, who).classes()
+    config = config_cls.from_dict(cfg, **{k: v for k, v in overrides.items() if v})
+    return build_head(model_cls, config, weights, target, who, drafter_bits, folder)
