@@ -415,12 +415,14 @@ def readable(e: BaseException) -> str:
 # -- the page --------------------------------------------------------------------------------------
 
 def settings_of(max_new_tokens: float, temperature: float, top_p: float, top_k: float, seed: float,
-                dspark_cap: float, dspark_threshold: float, dflash_len: float, baseline: bool) -> Any:
+                dspark_cap: float, dspark_threshold: float, dflash_len: float, baseline: bool,
+                thinking: bool = False) -> Any:
     from spec.race import RaceSettings
 
     return RaceSettings(max_new_tokens=int(max_new_tokens), temperature=float(temperature), top_p=float(top_p),
                         top_k=int(top_k), seed=int(seed or 0), dspark_cap=int(dspark_cap),
-                        dspark_threshold=float(dspark_threshold), dflash_len=int(dflash_len), baseline=bool(baseline))
+                        dspark_threshold=float(dspark_threshold), dflash_len=int(dflash_len), baseline=bool(baseline),
+                        thinking=bool(thinking))
 
 
 def examples(domain: str, k: int = 6) -> list[str]:
@@ -446,11 +448,11 @@ def build_demo(stage: Stage) -> gr.Blocks:
         stage.cancelled.discard(request.session_hash)
 
     def run(prompt: str, max_new_tokens: float, temperature: float, top_p: float, top_k: float, seed: float,
-            dspark_cap: float, dspark_threshold: float, dflash_len: float, baseline: bool,
+            dspark_cap: float, dspark_threshold: float, dflash_len: float, baseline: bool, thinking: bool,
             request: gr.Request) -> Iterator[tuple]:
         """Drain the arena's events into the page, a few updates a second."""
         knobs = (max_new_tokens, temperature, top_p, top_k, seed, dspark_cap, dspark_threshold, dflash_len,
-                 baseline)
+                 baseline, thinking)
         sid = request.session_hash if request else None
         if sid in stage.cancelled:
             stage.cancelled.discard(sid)
@@ -499,13 +501,14 @@ def build_demo(stage: Stage) -> gr.Blocks:
 
     def race_api(prompt: str, max_new_tokens: int = 128, temperature: float = 0.0, top_p: float = 1.0,
                  top_k: int = 0, seed: int = 0, dspark_cap: int = 0, dspark_threshold: float = 0.0,
-                 dflash_len: int = 0, baseline: bool = True) -> dict:
-        """Run one race to the end; returns the results table (records), the texts and the verdicts."""
+                 dflash_len: int = 0, baseline: bool = True, thinking: bool = False) -> dict:
+        """Run one race to the end; returns the results table (records), the texts and the verdicts.
+        thinking: the chat template's enable_thinking (Qwen3's <think>), off by default."""
         arena = stage.arena
         if arena is None:
             raise gr.Error(stage.error or "no model is loaded")
         settings = settings_of(max_new_tokens, temperature, top_p, top_k, seed, dspark_cap, dspark_threshold,
-                               dflash_len, baseline)
+                               dflash_len, baseline, thinking)
         try:
             if not prompt or not prompt.strip():
                 raise SpecError("the prompt is empty")
@@ -606,11 +609,13 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 dspark_thr = gr.Slider(0, 0.95, value=0, step=0.05, label="DSpark confidence threshold (0 = off)")
                 dflash_len = gr.Slider(0, len_max, value=0, step=1, label="DFlash draft length (0 = full block)")
                 baseline = gr.Checkbox(True, label="Run the greedy baseline", elem_id="baseline")
+                thinking = gr.Checkbox(False, label="Thinking (the chat template's enable_thinking: Qwen3's <think>)",
+                                       elem_id="thinking")
         gr.HTML('<div class="foot">Tok/s counts each engine\'s own busy time: the three engines take turns, '
                 "one round each, on one MLX thread, so the wall clock is shared. Accept length = tokens "
                 "committed per target forward (the target's own token included, so always ≥ 1).</div>")
 
-        knobs = [max_new, temperature, top_p, top_k, seed, dspark_cap, dspark_thr, dflash_len, baseline]
+        knobs = [max_new, temperature, top_p, top_k, seed, dspark_cap, dspark_thr, dflash_len, baseline, thinking]
         outputs = [status, errors, *lane_out, plot, table, files]
         private = dict(api_visibility="private")
         gr.on([run_btn.click, prompt.submit], arm, None, None, queue=False, **private).then(

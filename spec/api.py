@@ -27,10 +27,11 @@ def load_dflash_pair(target: str, drafter: str, drafter_bits: int | None = None,
 def speculative_generate(target: Target, drafter: DSparkDraftModel | DFlashDraftModel, prompt: str | Sequence[int],
                          max_new_tokens: int = 256, *, max_draft: int = 0, temperature: float = 0.0,
                          top_p: float = 1.0, top_k: int = 0, seed: int = 0, confidence_threshold: float = 0.0,
-                         on_round: Callable[[Round], None] | None = None) -> GenResult:
-    """Lossless speculative decoding with either head. max_draft 0 = the head's whole block."""
+                         thinking: bool = False, on_round: Callable[[Round], None] | None = None) -> GenResult:
+    """Lossless speculative decoding with either head. max_draft 0 = the head's whole block;
+    thinking: the chat template's enable_thinking (Qwen3's <think>), off by default."""
     engine = Engine(target, drafter, max_draft=max_draft, sampling=Sampling(temperature, top_p, top_k, seed),
-                    confidence_threshold=confidence_threshold)
+                    confidence_threshold=confidence_threshold, thinking=thinking)
     return engine.generate(prompt, max_new_tokens, on_round=on_round)
 
 
@@ -43,7 +44,7 @@ def dflash_generate(target: Target, drafter: DFlashDraftModel, prompt: str | Seq
 
 def greedy_generate(target: Target, prompt: str | Sequence[int], max_new_tokens: int = 256, *,
                     temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0,
-                    on_round: Callable[[Round], None] | None = None) -> GenResult:
+                    thinking: bool = False, on_round: Callable[[Round], None] | None = None) -> GenResult:
     """Plain decoding with the target alone (the baseline every race is checked against)."""
-    engine = Engine(target, None, sampling=Sampling(temperature, top_p, top_k, seed))
+    engine = Engine(target, None, sampling=Sampling(temperature, top_p, top_k, seed), thinking=thinking)
     return engine.generate(prompt, max_new_tokens, on_round=on_round)

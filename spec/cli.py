@@ -30,6 +30,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--prompt", default=EXAMPLE)
     ap.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
+    ap.add_argument("--thinking", action="store_true",
+                    help="let the chat template think (Qwen3's <think>; off, as the heads are benchmarked)")
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
     return ap
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         loader = load_dflash if args.mode == "dflash" else load_dspark
         drafter = loader(head_ref, target, drafter_bits=args.drafter_bits)
     engine = Engine(target, drafter, max_draft=args.max_draft, confidence_threshold=args.confidence_threshold,
-                    sampling=Sampling(args.temperature, args.top_p, args.top_k, args.seed))
+                    sampling=Sampling(args.temperature, args.top_p, args.top_k, args.seed), thinking=args.thinking)
     prompt = list(target.tokenizer.encode(args.prompt)) if args.no_chat else args.prompt
     gen = engine.start(prompt, args.max_new_tokens)
     if not args.json:

@@ -84,9 +84,9 @@ class BackboneConfig:
         if merged.get("is_causal") is None and nested.get("causal") is not None:
             merged["is_causal"] = bool(nested["causal"])  # vLLM's reading of the same switch
         rope = cfg.get("rope_parameters") or {}
-        if "rope_theta" not in rope and isinstance(rope.get("full_attention"), dict):
+        if rope.get("rope_theta") is None and isinstance(rope.get("full_attention"), dict):
             rope = rope["full_attention"]  # per-layer-type form: these heads rope like full attention
-        if "rope_theta" not in merged and "rope_theta" in rope:
+        if merged.get("rope_theta") is None and rope.get("rope_theta") is not None:
             merged["rope_theta"] = rope["rope_theta"]
         if merged.get("rope_scaling") is None and rope.get("rope_type", "default") != "default":
             merged["rope_scaling"] = rope

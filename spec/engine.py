@@ -95,9 +95,11 @@ class Engine:
 
     def __init__(self, target: Target, drafter: Drafter | None = None, *, max_draft: int = 0,
                  sampling: Sampling = Sampling(), confidence_threshold: float = 0.0, name: str | None = None,
-                 profile: bool = False):
-        """profile: sync once more per round, after drafting, to time the drafter on its own."""
+                 profile: bool = False, thinking: bool = False):
+        """profile: sync once more per round, after drafting, to time the drafter on its own.
+        thinking: the chat template's enable_thinking for text prompts (off, as the heads are benchmarked)."""
         self.target, self.drafter, self.sampling, self.profile = target, drafter, sampling, profile
+        self.thinking = thinking
         if drafter is not None:
             cap = drafter.max_drafts if not max_draft else max_draft
             if not 1 <= cap <= drafter.max_drafts:
@@ -112,7 +114,8 @@ class Engine:
         self.taps: tuple[int, ...] = tuple(drafter.config.target_layer_ids) if drafter is not None else ()
 
     def start(self, prompt: str | Sequence[int], max_new_tokens: int = 256) -> "Generation":
-        ids = self.target.encode_chat(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+        ids = (self.target.encode_chat(prompt, thinking=self.thinking) if isinstance(prompt, str)
+               else [int(t) for t in prompt])
         return Generation(self, ids, max_new_tokens)
 
     def generate(self, prompt: str | Sequence[int], max_new_tokens: int = 256,

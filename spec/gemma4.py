@@ -115,7 +115,8 @@ class Gemma4DSparkDraftModel(DSparkDraftModel):
 
     def __init__(self, config: Gemma4DSparkConfig, **shipped: bool):
         super().__init__(config, **shipped)
-        self.embed_scale = config.hidden_size**0.5
+        # sqrt(H) as the reference computes it, in the checkpoint's bf16 (sqrt(3840) -> 62.0)
+        self.embed_scale = mx.array(config.hidden_size**0.5, dtype=mx.bfloat16).item()
 
     def make_layer(self, cfg: Gemma4DSparkConfig, index: int) -> nn.Module:
         return Gemma4DraftLayer(cfg, index)

@@ -36,6 +36,7 @@ class RaceSettings:
     dspark_threshold: float = 0.0
     dflash_len: int = 0  # 0 = the full block
     baseline: bool = True
+    thinking: bool = False  # the chat template's enable_thinking (Qwen3's <think>)
 
     @property
     def sampling(self) -> Sampling:
@@ -118,7 +119,7 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
         engines["greedy"] = Engine(target, None, sampling=s, name="greedy")
     if not engines:
         raise SpecError("nothing to race: no head loaded and the baseline is off")
-    ids = target.encode_chat(prompt) if isinstance(prompt, str) else list(prompt)
+    ids = target.encode_chat(prompt, thinking=settings.thinking) if isinstance(prompt, str) else list(prompt)
     gens = {name: e.start(ids, settings.max_new_tokens) for name, e in engines.items()}  # validates first
     meters = {name: Meter() for name in gens}
     t0 = time.perf_counter()
@@ -262,7 +263,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--dflash")
     ap.add_argument("--json", action="store_true", help="print the results table as JSON")
     for f in RaceSettings.__dataclass_fields__.values():
-        if f.name != "baseline":
+        if isinstance(f.default, bool):
+            if f.name != "baseline":
+                ap.add_argument("--" + f.name.replace("_", "-"), action="store_true")
+        else:
             ap.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
     ap.add_argument("--no-baseline", action="store_true")
     a = ap.parse_args(argv)

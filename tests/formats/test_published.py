@@ -1,0 +1,194 @@
+"""Every checkpoint our presets and README name, as published (shrunk): the fixtures' facts, the loaders,
+lossless decoding, the original tool's call sequence and the CLI."""
+
+import json
+import math
+import subprocess
+import sys
+
+import mlx.core as mx
+import pytest
+
+import shrunk
+from spec import (DFLASH_PRESETS, PRESETS, dflash_generate, greedy_generate, load_dflash, load_dspark,
+                  speculative_generate)
+from spec.target import load_target
+from spec.verify import Sampling
+
+PROMPT = "Why is the sky blue?"
+N = 8  # new tokens per check: the shrunk targets keep their 151,936 / 262,144-token 8-bit output layers
+K = 3  # drafts verified per round: the block still runs whole, fewer rows go through the output layer
+REPOS = sorted((*shrunk.TARGETS, *shrunk.HEADS))
+
+
+def load_head(path, target=None):
+    cfg = json.loads((path / "config.json").read_text())
+    return (load_dflash if "DFlashDraftModel" in cfg["architectures"] else load_dspark)(str(path), target)
+
+
+def test_every_hub_preset_and_named_head_has_a_fixture():
+    for p in PRESETS.values():
+        if p.name != "pocket":
+            assert p.target in shrunk.TARGETS and {p.dspark, p.dflash} <= set(shrunk.HEADS), p.name
+    assert {"z-lab/Qwen3-8B-DFlash-b16", "deepseek-ai/dspark_qwen3_8b_block7"} <= set(shrunk.HEADS)
+    assert sorted(p.name for p in shrunk.PUBLISHED.iterdir()) == sorted(shrunk.folder_of(r).name for r in REPOS)
+
+
+@pytest.mark.parametrize("repo", REPOS)
+def test_each_fixture_names_its_source_and_status(repo):
+    text = (shrunk.folder_of(repo) / "SOURCE.md").read_text()
+    assert text.startswith(f"# {repo}")
+    assert any(word in text for word in ("VERIFIED", "DERIVED", "RECONSTRUCTED"))
+    assert "@" in text or "http" in text or "index" in text  # a commit, an address or the index it came from
+
+
+@pytest.mark.parametrize("repo", [r for r in shrunk.HEADS if shrunk.published_tensors(r)])
+def test_tensor_names_shapes_and_dtypes_are_the_published_ones(repo):
+    """The names and shapes we write (and load strictly) are the published checkpoint's, at full size."""
+    published = shrunk.published_tensors(repo)
+    ours = shrunk.head_shapes(shrunk.published_config(repo))
+    assert set(ours) == set(published)
+    assert {n: list(s) for n, s in ours.items()} == {n: t["shape"] for n, t in published.items()}
+    assert {t["dtype"] for t in published.values()} == {"BF16"}
+
+
+def _keys(cfg, prefix=""):
+    out = set()
+    for k, v in cfg.items():
+        out.add(prefix + k)
+        if isinstance(v, dict):
+            out |= _keys(v, f"{prefix}{k}.")
+    return out
+
+
+@pytest.mark.parametrize("repo", REPOS)
+def test_shrinking_keeps_every_key_and_changes_only_sizes(repo):
+    cfg = shrunk.published_config(repo)
+    small = shrunk.shrink(cfg)
+    assert _keys(small) == _keys(cfg)
+    for key in set(cfg) - set(shrunk.SHRINK) - {"text_config"}:
+        assert small[key] == cfg[key], key
+    assert "auto_map" not in cfg or small["auto_map"] == {"AutoModel": "dflash.DFlashDraftModel"}
+
+
+@pytest.mark.parametrize("repo", shrunk.TARGETS)
+def test_targets_load_as_published(repo, shrunk_targets):
+    t, cfg = shrunk_targets[repo], shrunk.published_config(repo)
+    text = cfg.get("text_config") or cfg
+    assert t.num_layers == text["num_hidden_layers"] and t.vocab_size == text["vocab_size"]
+    assert "scales" in t.inner.layers[0].mlp.down_proj  # 8-bit, as mlx-community ships it
+    assert t.family == ("gemma4" if "gemma" in repo else "qwen3")  # gemma4_unified: mlx-lm's remap
+    ids = mx.array([[5, 6, 7, 8]])
+    logits, taps = t(ids, t.make_cache(), taps=(0, t.num_layers - 2))
+    assert mx.allclose(logits, t.model(ids), atol=1e-3)  # our walk is the model's own
+    assert taps.shape == (1, 4, 2 * t.hidden_size)
+
+
+@pytest.fixture(scope="module")
+def greedy(shrunk_targets):
+    """Plain greedy decoding of PROMPT on each shrunk target: what every head must reproduce."""
+    return {repo: greedy_generate(t, PROMPT, N).token_ids for repo, t in shrunk_targets.items()}
+
+
+@pytest.mark.parametrize("repo", sorted(shrunk.HEADS))
+def test_heads_load_and_decode_losslessly(repo, shrunk_dir, shrunk_targets, greedy):
+    target = shrunk_targets[shrunk.HEADS[repo]]
+    head = load_head(shrunk_dir / repo, target)
+    cfg = shrunk.published_config(repo)
+    assert list(head.config.target_layer_ids) == shrunk.head_taps(cfg)
+    assert head.config.block_size == cfg.get("block_size", (cfg.get("dflash_config") or {}).get("block_size"))
+    assert head.config.mask_token_id == (cfg.get("dflash_config") or cfg)["mask_token_id"]
+    res = speculative_generate(target, head, PROMPT, N, max_draft=K)
+    assert res.token_ids == greedy[shrunk.HEADS[repo]] and sum(res.drafted) > 0
+    sampled = speculative_generate(target, head, PROMPT, 4, max_draft=K, temperature=0.8, seed=3)
+    assert len(sampled.token_ids) == 4 or sampled.finish_reason == "eos"
+
+
+def first_block_logits(target, head, prompt=PROMPT):
+    """The head's logits for its first block after the prompt (what drafting reads)."""
+    ids = target.encode_chat(prompt)
+    logits, taps = target(mx.array([ids]), target.make_cache(), head.config.target_layer_ids, last_only=True)
+    anchor = int(mx.argmax(logits[0, -1]).item())
+    return head.logits(head.block_hidden(head.make_cache(), taps, anchor))
+
+
+GEMMA_DFLASH = "z-lab/gemma4-12B-it-DFlash"
+
+
+def _sliding(cfg):
+    cfg.update(layer_types=["sliding_attention"] * 4 + ["full_attention"], sliding_window=8, use_sliding_window=True)
+
+
+def _nested(cfg):
+    cfg["dflash_config"].update(block_size=cfg.pop("block_size"))
+
+
+def _scale(cfg):
+    cfg["input_embedding_scale"] = math.sqrt(cfg["hidden_size"])  # z-lab's newer key, set to Gemma's own scale
+
+
+def _no_softcap(cfg):
+    cfg.pop("final_logit_softcapping")
+
+
+READINGS = {"as reconstructed": None, "sliding layers": _sliding, "keys in dflash_config": _nested,
+            "explicit embedding scale": _scale, "no head softcap": _no_softcap}
+
+
+@pytest.mark.parametrize("reading", READINGS)
+def test_gemma_dflash_head_under_each_reading_of_its_unknown_config(reading, tmp_path, shrunk_targets, greedy):
+    """z-lab's Gemma-4 12B head config is not public: every reading loads and decodes losslessly, and the
+    readings that mean the same thing (the target's sqrt(H) scale, the target's softcap 30) draft the same."""
+    target = shrunk_targets[shrunk.HEADS[GEMMA_DFLASH]]
+    head = load_dflash(str(shrunk.build(GEMMA_DFLASH, tmp_path / "h", edit=READINGS[reading])), target)
+    assert head.config.block_size == 16
+    if reading == "sliding layers":
+        assert head._attention[0] == (True, 8) and head._attention[4] == (False, None)
+    if reading in ("as reconstructed", "sliding layers"):  # the others draft as "as reconstructed" does
+        assert speculative_generate(target, head, PROMPT, N, max_draft=K).token_ids == greedy[shrunk.HEADS[GEMMA_DFLASH]]
+    else:
+        same = load_dflash(str(shrunk.build(GEMMA_DFLASH, tmp_path / "ref")), target)
+        ours, ref = first_block_logits(target, head), first_block_logits(target, same)
+        assert mx.allclose(ours, ref, atol=1e-3) and float(mx.abs(ref).max()) > 1.0
+
+
+@pytest.mark.parametrize("scalar", [1.0, 0.5])
+def test_gemma_dspark_layer_scalar_is_read_from_the_checkpoint(scalar, tmp_path, shrunk_targets, greedy):
+    """DeepSpec stores layer_scalar (bf16 [1], 1.0 by its code; no public file shows the value): both a
+    1.0 and another value load as stored, and decoding stays lossless."""
+    repo = "deepseek-ai/dspark_gemma4_12b_block7"
+    target = shrunk_targets[shrunk.HEADS[repo]]
+    folder = shrunk.build(repo, tmp_path / "h")
+    w = mx.load(str(folder / "model.safetensors"))
+    w.update({k: mx.array([scalar], dtype=mx.bfloat16) for k in w if k.endswith("layer_scalar")})
+    mx.save_safetensors(str(folder / "model.safetensors"), w)
+    head = load_dspark(str(folder), target)
+    assert all(float(layer.layer_scalar[0]) == scalar for layer in head.layers)
+    assert speculative_generate(target, head, PROMPT, N, max_draft=K).token_ids == greedy[shrunk.HEADS[repo]]
+
+
+def test_the_original_tools_call_sequence(shrunk_dir, greedy):
+    """load_dflash(repo), then the target the preset matches to it, then drafter.bind(target.model)."""
+    target_repo, head_repo = DFLASH_PRESETS["qwen3"]
+    drafter = load_dflash(str(shrunk_dir / head_repo))
+    target = load_target(str(shrunk_dir / target_repo))
+    assert drafter.bind(target.model) is drafter
+    want = greedy[target_repo]
+    assert dflash_generate(target, drafter, PROMPT, N, max_draft=K).token_ids == want
+    assert dflash_generate(target, drafter.bind(target), PROMPT, N, max_draft=K).token_ids == want
+
+
+def run_cli(*args, env=None):
+    out = subprocess.run([sys.executable, "-m", "spec", *args, "--json", "--max-new-tokens", str(N), "--prompt", PROMPT],
+                         capture_output=True, text=True, timeout=300, env=env)
+    return out
+
+
+@pytest.mark.parametrize("mode, repo", [("dflash", "z-lab/Qwen3-4B-DFlash-b16"),
+                                        ("dspark", "deepseek-ai/dspark_qwen3_4b_block7")])
+def test_cli_runs_a_published_pair_losslessly(mode, repo, shrunk_dir):
+    model = str(shrunk_dir / shrunk.HEADS[repo])
+    base = run_cli("--mode", "baseline", "--model", model)
+    spec = run_cli("--mode", mode, "--model", model, "--drafter", str(shrunk_dir / repo), "--max-draft", str(K))
+    assert base.returncode == 0 and spec.returncode == 0, base.stderr + spec.stderr
+    assert json.loads(spec.stdout)["token_ids"] == json.loads(base.stdout)["token_ids"]
