@@ -609,7 +609,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 dspark_thr = gr.Slider(0, 0.95, value=0, step=0.05, label="DSpark confidence threshold (0 = off)")
                 dflash_len = gr.Slider(0, len_max, value=0, step=1, label="DFlash draft length (0 = full block)")
                 baseline = gr.Checkbox(True, label="Run the greedy baseline", elem_id="baseline")
-                thinking = gr.Checkbox(False, label="Thinking (the chat template's enable_thinking: Qwen3's <think>)",
+                thinking = gr.Checkbox(False, label="Let the model think (enable_thinking)",
                                        elem_id="thinking")
         gr.HTML('<div class="foot">Tok/s counts each engine\'s own busy time: the three engines take turns, '
                 "one round each, on one MLX thread, so the wall clock is shared. Accept length = tokens "
