@@ -80,31 +80,75 @@ def _rand(rng: np.random.Generator, *shape: int, std: float = 0.1) -> mx.array:
     return mx.array((rng.standard_normal(shape) * std).astype(np.float32))
 
 
-def backbone_tensors(rng, hidden: int, layers: int, heads: int, kv: int, head_dim: int, inter: int,
-                     n_taps: int) -> dict[str, mx.array]:
-    """The DFlash tensor names of drafters.md section 2."""
-    w = {"fc.weight": _rand(rng, hidden, n_taps * hidden), "hidden_norm.weight": mx.ones((hidden,)),
-         "norm.weight": mx.ones((hidden,))}
-    for i in range(layers):
+def head_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
+    """Every tensor of a head checkpoint and its shape, from its config alone: the names of drafters.md
+    (DFlash), plus DSpark's embedding, lm_head, Markov and confidence heads; Gemma4DSparkModel layers
+    have K = V (no v_proj), four norms and a layer_scalar. tests/formats checks it against the
+    published tensor lists at full size."""
+    arch = (cfg.get("architectures") or ["DFlashDraftModel"])[0]
+    gemma = arch == "Gemma4DSparkModel"
+    H, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    nh = cfg["num_attention_heads"]
+    hd = cfg["global_head_dim"] if gemma else cfg.get("head_dim") or H // nh
+    k_eq_v = gemma and cfg.get("attention_k_eq_v")
+    nkv = cfg["num_global_key_value_heads"] if k_eq_v else cfg["num_key_value_heads"]
+    taps = (cfg.get("dflash_config") or {}).get("target_layer_ids") or cfg["target_layer_ids"]
+    out = {"fc.weight": (H, len(taps) * H), "hidden_norm.weight": (H,), "norm.weight": (H,)}
+    norms = ["input_layernorm", "post_attention_layernorm"]
+    if gemma:
+        norms += ["pre_feedforward_layernorm", "post_feedforward_layernorm"]
+    for i in range(cfg["num_hidden_layers"]):
         p = f"layers.{i}."
-        w[p + "self_attn.q_proj.weight"] = _rand(rng, heads * head_dim, hidden)
-        w[p + "self_attn.k_proj.weight"] = _rand(rng, kv * head_dim, hidden)
-        w[p + "self_attn.v_proj.weight"] = _rand(rng, kv * head_dim, hidden)
-        w[p + "self_attn.o_proj.weight"] = _rand(rng, hidden, heads * head_dim)
-        w[p + "self_attn.q_norm.weight"] = mx.ones((head_dim,))
-        w[p + "self_attn.k_norm.weight"] = mx.ones((head_dim,))
-        w[p + "mlp.gate_proj.weight"] = _rand(rng, inter, hidden)
-        w[p + "mlp.up_proj.weight"] = _rand(rng, inter, hidden)
-        w[p + "mlp.down_proj.weight"] = _rand(rng, hidden, inter)
-        w[p + "input_layernorm.weight"] = mx.ones((hidden,))
-        w[p + "post_attention_layernorm.weight"] = mx.ones((hidden,))
-    return w
+        out[p + "self_attn.q_proj.weight"] = (nh * hd, H)
+        out[p + "self_attn.k_proj.weight"] = (nkv * hd, H)
+        if not k_eq_v:
+            out[p + "self_attn.v_proj.weight"] = (nkv * hd, H)
+        out[p + "self_attn.o_proj.weight"] = (H, nh * hd)
+        out[p + "self_attn.q_norm.weight"] = out[p + "self_attn.k_norm.weight"] = (hd,)
+        out[p + "mlp.gate_proj.weight"] = out[p + "mlp.up_proj.weight"] = (I, H)
+        out[p + "mlp.down_proj.weight"] = (H, I)
+        out.update({p + n + ".weight": (H,) for n in norms})
+        if gemma:
+            out[p + "layer_scalar"] = (1,)
+    if arch.endswith("DSparkModel"):
+        r = cfg.get("markov_rank", 0)
+        out["embed_tokens.weight"] = out["lm_head.weight"] = (V, H)
+        if r:
+            out["markov_head.markov_w1.weight"] = out["markov_head.markov_w2.weight"] = (V, r)
+        if cfg.get("enable_confidence_head"):
+            out["confidence_head.proj.weight"] = (1, H + (r if cfg.get("confidence_head_with_markov") else 0))
+            out["confidence_head.proj.bias"] = (1,)
+    return out
+
+
+STD = {"embed_tokens.weight": 1.0, "lm_head.weight": 0.5, "markov_head.markov_w1.weight": 1.0,
+       "markov_head.markov_w2.weight": 0.5}
+
+
+def write_head(folder: Path, cfg: dict, seed: int, dtype=mx.float32, drop: tuple[str, ...] = ()) -> Path:
+    """config.json + model.safetensors of random weights under head_shapes' names: norms at one, the
+    layer scalar 0.9, a positive confidence bias, small matrices (`drop`: tensors left out, as a
+    packaging that borrows them from the target ships)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    w = {}
+    for name, shape in head_shapes(cfg).items():
+        if name.endswith("norm.weight"):
+            w[name] = mx.ones(shape)
+        elif name.endswith("layer_scalar"):
+            w[name] = mx.full(shape, 0.9)
+        elif name == "confidence_head.proj.bias":
+            w[name] = mx.full(shape, 2.0)
+        else:
+            w[name] = _rand(rng, *shape, std=STD.get(name, 0.1))
+    w = {k: v.astype(dtype) for k, v in w.items() if k not in drop}
+    mx.save_safetensors(str(folder / "model.safetensors"), w, metadata={"format": "pt"})
+    (folder / "config.json").write_text(json.dumps(cfg, indent=2))
+    return folder
 
 
 def make_dflash_head(folder: Path, target_cfg: dict, taps=(1, 3), block_size: int = 8, layers: int = 2,
                      seed: int = 1, nested: bool = True, mask_token_id: int = 3) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
     H = target_cfg["hidden_size"]
     cfg = {
         "architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": H,
@@ -118,30 +162,12 @@ def make_dflash_head(folder: Path, target_cfg: dict, taps=(1, 3), block_size: in
         cfg["dflash_config"]["block_size"] = block_size
     else:
         cfg["block_size"] = block_size
-    w = backbone_tensors(rng, H, layers, 4, 2, H // 4, 2 * H, len(taps))
-    mx.save_safetensors(str(folder / "model.safetensors"), w)
-    (folder / "config.json").write_text(json.dumps(cfg))
-    return folder
-
-
-def save_dspark_head(folder: Path, cfg: dict, w: dict, rng, V: int, H: int, rank: int, confidence: bool) -> Path:
-    """Add DSpark's Markov and confidence tensors (drafters.md section 3) to `w` and write the head."""
-    if rank:
-        w["markov_head.markov_w1.weight"] = _rand(rng, V, rank, std=1.0)
-        w["markov_head.markov_w2.weight"] = _rand(rng, V, rank, std=0.5)
-    if confidence:
-        w["confidence_head.proj.weight"] = _rand(rng, 1, H + rank)
-        w["confidence_head.proj.bias"] = mx.array([2.0])
-    mx.save_safetensors(str(folder / "model.safetensors"), w)
-    (folder / "config.json").write_text(json.dumps(cfg))
-    return folder
+    return write_head(folder, cfg, seed)
 
 
 def make_dspark_head(folder: Path, target_cfg: dict, taps=(1, 3), block_size: int = 7, layers: int = 2,
                      rank: int = 8, confidence: bool = True, seed: int = 2, mask_token_id: int = 3) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    H, V = target_cfg["hidden_size"], target_cfg["vocab_size"]
+    H = target_cfg["hidden_size"]
     cfg = dict(target_cfg)  # a deep copy of the target's config plus the head's keys
     cfg.update({
         "architectures": ["Qwen3DSparkModel"], "model_type": "qwen3", "num_hidden_layers": layers,
@@ -152,10 +178,7 @@ def make_dspark_head(folder: Path, target_cfg: dict, taps=(1, 3), block_size: in
         "markov_rank": rank, "markov_head_type": "vanilla", "layer_types": ["full_attention"] * layers,
         "tie_word_embeddings": False,
     })
-    w = backbone_tensors(rng, H, layers, 4, 2, H // 4, 2 * H, len(taps))
-    w["embed_tokens.weight"] = _rand(rng, V, H, std=1.0)
-    w["lm_head.weight"] = _rand(rng, V, H, std=0.5)
-    return save_dspark_head(folder, cfg, w, rng, V, H, rank, confidence)
+    return write_head(folder, cfg, seed)
 
 
 # -- Gemma-4 ------------------------------------------------------------------------------------
@@ -231,11 +254,7 @@ def make_gemma4_dspark_head(folder: Path, target_cfg: dict, taps=(1, 5), block_s
     """deepseek-ai's Gemma4DSparkModel layout (DeepSpec gemma4/modeling.py): a copy of the target's
     text config; global_head_dim heads, K = V (no v_proj, v_norm has no weight), four norms and a
     layer_scalar per layer, own embed_tokens / lm_head, Markov and confidence heads."""
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
     text = text_config_of(target_cfg)
-    H, V, I = text["hidden_size"], text["vocab_size"], text["intermediate_size"]
-    hd, nh, nkv = text["global_head_dim"], text["num_attention_heads"], text["num_global_key_value_heads"]
     cfg = dict(text)
     cfg.update({
         "architectures": ["Gemma4DSparkModel"], "model_type": model_type, "target_model_type": "gemma4",
@@ -245,23 +264,7 @@ def make_gemma4_dspark_head(folder: Path, target_cfg: dict, taps=(1, 5), block_s
         "target_layer_ids": list(taps), "num_anchors": 512, "enable_confidence_head": confidence,
         "confidence_head_with_markov": confidence, "markov_rank": rank, "markov_head_type": "vanilla",
     })
-    w = {"fc.weight": _rand(rng, H, len(taps) * H), "hidden_norm.weight": mx.ones((H,)), "norm.weight": mx.ones((H,)),
-         "embed_tokens.weight": _rand(rng, V, H, std=1.0), "lm_head.weight": _rand(rng, V, H, std=0.5)}
-    for i in range(layers):
-        p = f"layers.{i}."
-        w[p + "self_attn.q_proj.weight"] = _rand(rng, nh * hd, H)
-        w[p + "self_attn.k_proj.weight"] = _rand(rng, nkv * hd, H)
-        w[p + "self_attn.o_proj.weight"] = _rand(rng, H, nh * hd)
-        w[p + "self_attn.q_norm.weight"] = mx.ones((hd,))
-        w[p + "self_attn.k_norm.weight"] = mx.ones((hd,))
-        w[p + "mlp.gate_proj.weight"] = _rand(rng, I, H)
-        w[p + "mlp.up_proj.weight"] = _rand(rng, I, H)
-        w[p + "mlp.down_proj.weight"] = _rand(rng, H, I)
-        for norm in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
-                     "post_feedforward_layernorm"):
-            w[p + norm + ".weight"] = mx.ones((H,))
-        w[p + "layer_scalar"] = mx.array([0.9])
-    return save_dspark_head(folder, cfg, w, rng, V, H, rank, confidence)
+    return write_head(folder, cfg, seed)
 
 
 def make_gemma4_dflash_head(folder: Path, target_cfg: dict, taps=(1, 5), block_size: int = 8, layers: int = 3,

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import mlx.core as mx
 import mlx.nn as nn
-import numpy as np
 from mlx.utils import tree_flatten
 
 import tiny
@@ -66,78 +65,9 @@ def shrink(cfg: dict) -> dict:
     return out
 
 
-# -- heads ------------------------------------------------------------------------------------------
-
 def head_taps(cfg: dict) -> list[int]:
-    nested = cfg.get("dflash_config") or {}
-    return list(nested.get("target_layer_ids") or cfg["target_layer_ids"])
+    return list((cfg.get("dflash_config") or {}).get("target_layer_ids") or cfg["target_layer_ids"])
 
-
-def head_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
-    """Every tensor of a head checkpoint and its shape, from its config alone: the names of drafters.md
-    (DFlash), plus DSpark's embedding, lm_head, Markov and confidence heads; Gemma4DSparkModel layers
-    have K = V (no v_proj), four norms and a layer_scalar."""
-    arch = cfg["architectures"][0]
-    gemma = arch == "Gemma4DSparkModel"
-    H, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
-    nh = cfg["num_attention_heads"]
-    hd = cfg["global_head_dim"] if gemma else cfg.get("head_dim") or H // nh
-    k_eq_v = gemma and cfg.get("attention_k_eq_v")
-    nkv = cfg["num_global_key_value_heads"] if k_eq_v else cfg["num_key_value_heads"]
-    out = {"fc.weight": (H, len(head_taps(cfg)) * H), "hidden_norm.weight": (H,), "norm.weight": (H,)}
-    norms = ["input_layernorm", "post_attention_layernorm"]
-    if gemma:
-        norms += ["pre_feedforward_layernorm", "post_feedforward_layernorm"]
-    for i in range(cfg["num_hidden_layers"]):
-        p = f"layers.{i}."
-        out[p + "self_attn.q_proj.weight"] = (nh * hd, H)
-        out[p + "self_attn.k_proj.weight"] = (nkv * hd, H)
-        if not k_eq_v:
-            out[p + "self_attn.v_proj.weight"] = (nkv * hd, H)
-        out[p + "self_attn.o_proj.weight"] = (H, nh * hd)
-        out[p + "self_attn.q_norm.weight"] = (hd,)
-        out[p + "self_attn.k_norm.weight"] = (hd,)
-        out[p + "mlp.gate_proj.weight"] = (I, H)
-        out[p + "mlp.up_proj.weight"] = (I, H)
-        out[p + "mlp.down_proj.weight"] = (H, I)
-        out.update({p + n + ".weight": (H,) for n in norms})
-        if gemma:
-            out[p + "layer_scalar"] = (1,)
-    if arch.endswith("DSparkModel"):
-        r = cfg.get("markov_rank", 0)
-        out["embed_tokens.weight"] = out["lm_head.weight"] = (V, H)
-        if r:
-            out["markov_head.markov_w1.weight"] = out["markov_head.markov_w2.weight"] = (V, r)
-        if cfg.get("enable_confidence_head"):
-            out["confidence_head.proj.weight"] = (1, H + (r if cfg.get("confidence_head_with_markov") else 0))
-            out["confidence_head.proj.bias"] = (1,)
-    return out
-
-
-def random_tensor(name: str, shape: tuple[int, ...], rng: np.random.Generator) -> mx.array:
-    """Norm weights near one (and the layer scalar), a positive confidence bias, small random matrices."""
-    if name.endswith(("norm.weight", "layer_scalar")):
-        x = 1.0 + 0.05 * rng.standard_normal(shape)
-    elif name == "confidence_head.proj.bias":
-        x = np.full(shape, 2.0)
-    else:
-        std = 1.0 if name.startswith(("embed_tokens", "markov_head.markov_w1")) else 0.1
-        x = rng.standard_normal(shape) * std
-    return mx.array(x.astype(np.float32)).astype(mx.bfloat16)
-
-
-def write_head(out: Path, cfg: dict, seed: int = 1, drop: tuple[str, ...] = ()) -> Path:
-    """A head folder: config.json as given, model.safetensors in bf16 under the published names
-    (`drop`: leave these tensors out, as a packaging that borrows them from the target does)."""
-    out.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    w = {n: random_tensor(n, s, rng) for n, s in head_shapes(cfg).items() if n not in drop}
-    mx.save_safetensors(str(out / "model.safetensors"), w, metadata={"format": "pt"})
-    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    return out
-
-
-# -- targets ----------------------------------------------------------------------------------------
 
 def write_target(out: Path, cfg: dict, repo: str, seed: int = 0) -> Path:
     """An mlx-community-style folder: mlx-lm's own module tree from the shrunk config, bf16, quantized
@@ -181,12 +111,12 @@ def write_tokenizer(out: Path, repo: str, cfg: dict) -> None:
     (out / "tokenizer_config.json").write_text(json.dumps(tok_cfg))
 
 
-def build(repo: str, out: Path, edit=None, **kwargs) -> Path:
+def build(repo: str, out: Path, edit=None, seed: int = 1) -> Path:
     """The shrunk copy of a published checkpoint in `out` (edit: a function applied to the shrunk config,
     for the readings of a fact that is unknown)."""
     cfg = shrink(published_config(repo))
     if edit is not None:
         edit(cfg)
     if repo in TARGETS:
-        return write_target(out, cfg, repo, **kwargs)
-    return write_head(out, cfg, **kwargs)
+        return write_target(out, cfg, repo, seed)
+    return tiny.write_head(out, cfg, seed, dtype=mx.bfloat16)

@@ -10,6 +10,7 @@ import mlx.core as mx
 import pytest
 
 import shrunk
+import tiny
 from spec import (DFLASH_PRESETS, PRESETS, dflash_generate, greedy_generate, load_dflash, load_dspark,
                   speculative_generate)
 from spec.target import load_target
@@ -46,7 +47,7 @@ def test_each_fixture_names_its_source_and_status(repo):
 def test_tensor_names_shapes_and_dtypes_are_the_published_ones(repo):
     """The names and shapes we write (and load strictly) are the published checkpoint's, at full size."""
     published = shrunk.published_tensors(repo)
-    ours = shrunk.head_shapes(shrunk.published_config(repo))
+    ours = tiny.head_shapes(shrunk.published_config(repo))
     assert set(ours) == set(published)
     assert {n: list(s) for n, s in ours.items()} == {n: t["shape"] for n, t in published.items()}
     assert {t["dtype"] for t in published.values()} == {"BF16"}
