@@ -155,6 +155,7 @@ class Generation:
         self.draft_cache = d.make_cache() if d is not None else None
         self.pending: mx.array | None = None  # target taps of committed tokens the drafter has not seen
         self.queued: mx.array | None = None  # plain decoding: the next token, already dispatched
+        self.in_flight = False  # work this generation dispatched and nobody has waited for yet
         self.key = mx.random.key(self.engine.sampling.seed)
         self.accept_lengths: list[int] = []
         self.drafted: list[int] = []
@@ -205,12 +206,15 @@ class Generation:
         mx.async_eval(nxt)
         return nxt[:1]
 
-    def step(self) -> Round | None:
+    def step(self, settle: bool = False) -> Round | None:
+        """One round. settle: leave nothing of this generation in flight when it returns (the plain
+        decoder's pipelined next step is waited for and billed to this round), so that another
+        generation's round on the same device starts clean and is metered on its own work only."""
         if self.done:
             return None
         eng, t = self.engine, self.engine.target
         if eng.drafter is None and self.ids:
-            return self._plain_step()
+            return self._plain_step(settle)
         k_draft, k_verify = self._keys()
         tic = time.perf_counter()
         if not self.ids:  # prefill: the whole prompt, then the first token from its last row
@@ -242,9 +246,10 @@ class Generation:
             self._taps_to_keep(taps, accepted + 1)
             self.accept_lengths.append(accepted + 1)
             self.drafted.append(drafted)
+        self._settle(settle)
         return self._commit(tokens, accepted, drafted, time.perf_counter() - tic)
 
-    def _plain_step(self) -> Round:
+    def _plain_step(self, settle: bool = False) -> Round:
         """Plain decoding, pipelined as mlx-lm does it: the step after this one is dispatched before
         this one's token is read, so building its graph overlaps the compute."""
         tic = time.perf_counter()
@@ -253,7 +258,14 @@ class Generation:
         tokens = [int(token.item())]
         self.accept_lengths.append(1)
         self.drafted.append(0)
+        self._settle(settle)
         return self._commit(tokens, 0, 0, time.perf_counter() - tic)
+
+    def _settle(self, settle: bool) -> None:
+        """Wait for the dispatched next step when asked (its compute is then this round's)."""
+        if settle and self.queued is not None:
+            mx.eval(self.queued)
+        self.in_flight = self.queued is not None and not settle
 
     def _commit(self, tokens: list[int], accepted: int, drafted: int, seconds: float) -> Round:
         """Book one target forward's tokens (cut at eos) and its time; emit the Round."""

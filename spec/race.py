@@ -1,8 +1,12 @@
-"""The race: greedy, DSpark and DFlash on ONE loaded target, interleaved round by round.
+"""The race: greedy, DSpark and DFlash on ONE loaded target, on one clock.
 
 MLX work happens on one dedicated worker thread (MLX streams may not cross threads, and the shared
 target must never run two forwards at once); callers get a stream of events through a queue. Each
-engine's speed is metered on its own busy time, not the wall clock that all three share.
+engine is metered on its own busy time (engine seconds), not the wall clock that all three share, and
+the scheduler always steps the live engine whose busy time is smallest: at every moment each lane
+shows what that engine alone would have produced after the same amount of its own compute. A lane
+leaves nothing in flight when it hands over (Generation.step(settle=True)), so no engine's work is
+billed to another.
 
   python -m spec race --prompt "Write a Python function that reverses a string."
 """
@@ -73,6 +77,11 @@ class Meter:
         """Decode tok/s on this engine's own busy time (the first token belongs to the prefill)."""
         return (self.tokens - 1) / self.busy if self.busy > 0 else 0.0
 
+    @property
+    def clock(self) -> float:
+        """Engine seconds so far: this engine's own compute, prefill included (the race clock)."""
+        return self.prefill + self.busy
+
 
 @dataclass
 class RaceEvent:
@@ -82,6 +91,7 @@ class RaceEvent:
     meter: Meter | None = None
     result: GenResult | None = None
     wall: float = 0.0
+    clock: float = 0.0  # the race clock (engine seconds): how far the slowest live lane has computed
     results: dict[str, GenResult] = field(default_factory=dict)
     verdicts: dict[str, str] = field(default_factory=dict)
 
@@ -107,7 +117,8 @@ def verdict(result: GenResult, baseline: GenResult | None, settings: RaceSetting
 
 def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], settings: RaceSettings,
              stop: threading.Event | None = None) -> Iterator[RaceEvent]:
-    """Step every engine one round in turn until all are done (or stop is set). Runs on the caller's thread."""
+    """Step the engine with the least busy time, one round at a time, until all are done (or stop is
+    set). Runs on the caller's thread."""
     s = settings.sampling
     engines: dict[str, Engine] = {}
     if "dspark" in heads:
@@ -126,26 +137,43 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     yield RaceEvent("start")
     live = list(gens)
     while live:
-        for name in list(live):
-            if stop is not None and stop.is_set():
-                for g in gens.values():
-                    g.stop()
-                live = []
-                break
-            r = gens[name].step()
-            if r is None:
-                live.remove(name)
-                continue
-            meters[name].add(r)
-            yield RaceEvent("round", name, r, meters[name], wall=time.perf_counter() - t0)
-            if r.done:
-                live.remove(name)
-                yield RaceEvent("done", name, meter=meters[name], result=gens[name].result,
-                                wall=time.perf_counter() - t0)
+        if stop is not None and stop.is_set():
+            for g in gens.values():
+                g.stop()
+            break
+        name = next_lane(live, meters)
+        r = gens[name].step(settle=True)
+        if r is None:
+            live.remove(name)
+            continue
+        meters[name].add(r)
+        if r.done:
+            live.remove(name)
+        clock = race_clock(meters, live)
+        yield RaceEvent("round", name, r, meters[name], wall=time.perf_counter() - t0, clock=clock)
+        if r.done:
+            yield RaceEvent("done", name, meter=meters[name], result=gens[name].result,
+                            wall=time.perf_counter() - t0, clock=clock)
     results = {name: g.result for name, g in gens.items()}
     base = results.get("greedy")
     verdicts = {n: verdict(r, base, settings) for n, r in results.items() if n != "greedy"}
-    yield RaceEvent("finish", results=results, verdicts=verdicts, wall=time.perf_counter() - t0)
+    yield RaceEvent("finish", results=results, verdicts=verdicts, wall=time.perf_counter() - t0,
+                    clock=race_clock(meters, []))
+
+
+def next_lane(live: list[str], meters: dict[str, "Meter"]) -> str:
+    """The live lane that has computed least so far (ties: the first listed)."""
+    return min(live, key=lambda n: meters[n].clock)
+
+
+def race_clock(meters: dict[str, "Meter"], live: list[str]) -> float:
+    """Engine seconds the race has reached: the least-advanced live lane's, or the last finisher's."""
+    return min(meters[n].clock for n in live) if live else max(m.clock for m in meters.values())
+
+
+def standings(results: dict[str, GenResult]) -> list[tuple[str, float]]:
+    """(engine, finish time in engine seconds: prefill + decode) in finishing order."""
+    return sorted(((n, r.prefill_seconds + r.decode_seconds) for n, r in results.items()), key=lambda x: x[1])
 
 
 def results_table(results: dict[str, GenResult], verdicts: dict[str, str]) -> "Any":

@@ -105,3 +105,95 @@ def test_verdict_names_the_first_difference():
     assert verdict(res([1, 2, 3]), res([1, 2, 3]), s) == "identical to greedy"
     assert verdict(res([1, 5, 3]), res([1, 2, 3]), s) == "DIFFERS from greedy at token 1"
     assert verdict(res([1, 2]), None, s).startswith("not checked")
+
+
+# -- one clock --------------------------------------------------------------------------------------
+
+def test_nothing_of_a_lane_is_in_flight_when_the_next_lane_starts(tiny_dir, monkeypatch):
+    """The plain decoder dispatches its next step before returning (pipelining); in a race it must wait
+    for it, or its forward runs on while the next lane's round is timed and is billed to that lane."""
+    import spec.engine as engine
+
+    t = load_target(str(tiny_dir / "qwen3"))
+    heads = {"dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), t)}
+    gens, real_start = [], Engine.start
+
+    def start(self, *a, **kw):
+        gens.append(real_start(self, *a, **kw))
+        return gens[-1]
+
+    monkeypatch.setattr(Engine, "start", start)
+    rounds = 0
+    for ev in run_race(t, heads, [9, 8, 7], RaceSettings(max_new_tokens=12)):
+        if ev.kind == "round":
+            rounds += 1
+            assert not [g.engine.name for g in gens if g.in_flight], f"after {ev.engine}'s round {ev.round.index}"
+    assert rounds >= 12
+    solo = Engine(t).start([9, 8, 7], 12)  # alone, the plain decoder keeps its pipelining
+    solo.step()
+    solo.step()
+    assert solo.in_flight
+
+
+class FakeTime:
+    """A clock that moves only when the fake costs below say so."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self):
+        return self.now
+
+
+def test_lanes_step_in_busy_time_order_and_never_run_a_round_ahead(tiny_dir, monkeypatch):
+    """Known costs: a target forward costs 1 + 0.1 per row, DFlash's draft 0.5, DSpark's 0.2 + 0.05 per
+    draft. The scheduler steps the lane that has computed least; no live lane gets more than one of its
+    own rounds ahead of another in engine time."""
+    import spec.engine as engine
+    from spec.target import Target
+
+    fake = FakeTime()
+    monkeypatch.setattr(engine, "time", fake)
+    t = load_target(str(tiny_dir / "qwen3"))
+    heads = {"dspark": load_dspark(str(tiny_dir / "dspark-qwen3"), t),
+             "dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), t)}
+    forward = Target.__call__
+
+    def costly_forward(self, ids, *a, **kw):
+        fake.now += 1.0 + 0.1 * ids.shape[1]
+        return forward(self, ids, *a, **kw)
+
+    def costly(head, cost):
+        propose = head.propose
+
+        def wrapped(cache, new_taps, anchor, k, *a, **kw):
+            fake.now += cost(k)
+            return propose(cache, new_taps, anchor, k, *a, **kw)
+        head.propose = wrapped
+
+    monkeypatch.setattr(Target, "__call__", costly_forward)
+    costly(heads["dflash"], lambda k: 0.5)
+    costly(heads["dspark"], lambda k: 0.2 + 0.05 * k)
+    clocks, longest, order = {n: 0.0 for n in ("dspark", "dflash", "greedy")}, {}, []
+    live = set(clocks)
+    for ev in run_race(t, heads, [9, 8, 7, 6], RaceSettings(max_new_tokens=24)):
+        if ev.kind != "round":
+            continue
+        name, cost = ev.engine, ev.round.seconds
+        # every round is a target forward at least (the plain decoder's last one was dispatched before)
+        assert cost > 0.9 or (name == "greedy" and ev.round.done)
+        assert clocks[name] == min(clocks[n] for n in live), (name, clocks)  # the least-advanced lane went
+        clocks[name] += cost
+        longest[name] = max(longest.get(name, 0.0), cost)
+        order.append(name)
+        if ev.round.done:
+            live.discard(name)
+        for a in live:
+            for b in live:
+                assert clocks[a] - clocks[b] <= longest.get(a, 0.0) + 1e-9, (a, b, clocks)
+        assert ev.clock == pytest.approx(min((clocks[n] for n in live), default=max(clocks.values())))
+    assert set(order) == set(clocks) and order[:3] == ["dspark", "dflash", "greedy"]  # prefills first
+    # the cheap greedy rounds (1.1) come more often than the 2.0-2.7 speculative ones: (these random heads
+    # get nothing accepted) greedy finishes first, when DFlash has done about half of its rounds
+    upto = order[: len(order) - order[::-1].index("greedy")]
+    assert upto.count("dflash") < 0.7 * upto.count("greedy")
