@@ -401,6 +401,64 @@ def default_prompts(per_domain: int) -> list[dict]:
     return out
 
 
+def race_vs_solo(target: Any, heads: dict, prompts: list[dict], *, trials: int = 3,
+                 max_new_tokens: int = 96) -> "Any":
+    """Each engine's decode tok/s alone and inside a race on the same prompt, interleaved per trial:
+    a fair race bills every lane only for its own work, so the two agree within noise."""
+    import pandas as pd
+
+    from .engine import Engine
+    from .race import RaceSettings, run_race
+
+    engines = {n: Engine(target, heads.get(n), name=n) for n in ("dspark", "dflash") if n in heads}
+    engines["greedy"] = Engine(target, None, name="greedy")
+    settings = RaceSettings(max_new_tokens=max_new_tokens)
+    for _ in run_race(target, heads, prompts[0]["prompt"], settings):  # warm-up
+        pass
+    rows = []
+    for p in prompts:
+        for trial in range(trials):
+            solo = {n: e.generate(p["prompt"], max_new_tokens) for n, e in engines.items()}
+            *_, last = run_race(target, heads, p["prompt"], settings)
+            for n, res in solo.items():
+                raced = last.results[n]
+                if raced.token_ids != res.token_ids:
+                    raise SpecError(f"{n}: the race and the solo run differ on {p['prompt'][:40]!r}")
+                rows.append({"domain": p["domain"], "prompt": p["prompt"][:60], "trial": trial, "engine": n,
+                             "solo tok/s": res.decode_tokens_per_sec, "race tok/s": raced.decode_tokens_per_sec})
+    return pd.DataFrame(rows)
+
+
+def race_table(runs: "Any") -> "Any":
+    """engine x domain: median solo tok/s, median race tok/s, and race / solo."""
+    g = runs.groupby(["engine", "domain"], sort=False)[["solo tok/s", "race tok/s"]].median().reset_index()
+    g["race / solo"] = (g["race tok/s"] / g["solo tok/s"]).round(3)
+    return g.round({"solo tok/s": 1, "race tok/s": 1})
+
+
+def run_race_vs_solo(a: argparse.Namespace) -> int:
+    from .cpu import blas_info
+    from .prompts import load_prompts
+    from .race import load_preset_arena
+
+    prompts = load_prompts(Path(a.prompts)) if a.prompts else default_prompts(a.per_domain)
+    arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash)
+    try:
+        runs = arena.call(lambda: race_vs_solo(arena.target, arena.heads, prompts, trials=a.trials,
+                                               max_new_tokens=a.max_new_tokens))
+    finally:
+        arena.close()
+    table = race_table(runs)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    header = (f"# race vs solo, {a.preset if not a.target else a.target}: {len(prompts)} prompts, {a.trials} trials, "
+              f"{a.max_new_tokens} new tokens, T=0\n{machine_line()}; BLAS {blas_info()}; {time.strftime('%Y-%m-%d')}")
+    (out / "race_vs_solo.md").write_text(header + "\n\n" + to_markdown(table) + "\n")
+    runs.to_csv(out / "race_vs_solo_runs.csv", index=False)
+    print((out / "race_vs_solo.md").read_text())
+    return 0
+
+
 def run_head_to_head(a: argparse.Namespace) -> int:
     from .cpu import blas_info
     from .prompts import load_prompts
@@ -448,6 +506,8 @@ def main(argv: list[str]) -> int:
     h.add_argument("--out", default="bench-results")
     h.add_argument("--vocab-ablation", action="store_true",
                    help="also run the full-block rows drafting over the whole vocabulary (the drafter cost it saves)")
+    h.add_argument("--race-vs-solo", action="store_true",
+                   help="instead: each engine's decode tok/s alone and inside a race, same prompts, interleaved")
     args = p.parse_args(argv)
     if args.runs < 1 or args.greedy_tokens < 2 or args.context < 1 or args.rounds < 1:
         p.error("--runs and --rounds must be >= 1, --greedy-tokens >= 2, --context >= 1")
@@ -463,7 +523,7 @@ def main(argv: list[str]) -> int:
         if threads and min(threads) < 1:
             p.error("--threads: counts must be >= 1")
         return run_curve(args.model, args.runs, args.greedy_tokens, args.context, threads, args.rounds)
-    return run_head_to_head(args)
+    return run_race_vs_solo(args) if args.race_vs_solo else run_head_to_head(args)
 
 
 if __name__ == "__main__":

@@ -54,3 +54,16 @@ def test_vocab_ablation_adds_whole_vocabulary_rows(qwen3, tiny_dir):
                               max_new_tokens=6, progress=False, vocab_ablation=True)
     assert list(dict.fromkeys(runs["method"]))[-2:] == ["DSpark full (7)", "DSpark full, whole vocab"]
     assert head.draft_vocab is not None  # the ablation row put the head back as it was
+
+
+def test_race_vs_solo_smoke(tiny_dir, tmp_path):
+    out = tmp_path / "race"
+    p = subprocess.run([sys.executable, "-m", "spec", "bench", "--race-vs-solo", "--target", str(tiny_dir / "qwen3"),
+                        "--dspark", str(tiny_dir / "dspark-qwen3"), "--dflash", str(tiny_dir / "dflash-qwen3"),
+                        "--per-domain", "1", "--trials", "1", "--max-new-tokens", "8", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    runs = pd.read_csv(out / "race_vs_solo_runs.csv")
+    assert set(runs["engine"]) == {"dspark", "dflash", "greedy"} and set(runs["domain"]) == {"chat", "code", "math"}
+    assert (runs["solo tok/s"] > 0).all() and (runs["race tok/s"] > 0).all()
+    assert "race / solo" in (out / "race_vs_solo.md").read_text()
