@@ -11,9 +11,10 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import mlx.core as mx
+from mlx_lm.tokenizer_utils import NaiveStreamingDetokenizer, StreamingDetokenizer
 
 from .target import SpecError, Target
 from .verify import Sampling, accept
@@ -41,9 +42,10 @@ class Round:
     tokens: list[int]
     accepted: int
     drafted: int
-    text: str  # new text (may hold back a partial UTF-8 character until the next round)
+    text: str  # new text (the streaming detokenizer may hold back a partial character or a space)
     seconds: float  # busy time of this round, measured after the sync
     done: bool = False
+    pieces: tuple[tuple[str, str], ...] = ()  # the new text split: ("acc", accepted drafts' text), ("own", ...)
 
 
 @dataclass
@@ -162,7 +164,7 @@ class Generation:
         self.forwards = 0
         self.prefill_seconds = self.decode_seconds = self.draft_seconds = 0.0
         self.finish_reason = ""
-        self._text = ""
+        self.detok = streaming_detokenizer(t.tokenizer)
 
     def __iter__(self) -> Iterator[Round]:
         while (r := self.step()) is not None:
@@ -171,11 +173,12 @@ class Generation:
     def stop(self) -> None:
         if not self.done:
             self.done, self.finish_reason = True, "stopped"
+            self.detok.finalize()
 
     @property
     def result(self) -> GenResult:
         return GenResult(
-            text=self._text, token_ids=list(self.ids), accept_lengths=list(self.accept_lengths),
+            text=self.detok.text, token_ids=list(self.ids), accept_lengths=list(self.accept_lengths),
             drafted=list(self.drafted), target_forwards=self.forwards, prompt_tokens=len(self.prompt_ids),
             prefill_seconds=self.prefill_seconds, decode_seconds=self.decode_seconds,
             draft_seconds=self.draft_seconds, finish_reason=self.finish_reason or "running", engine=self.engine.name)
@@ -287,24 +290,32 @@ class Generation:
             elif len(self.prompt_ids) + len(self.ids) >= t.max_context:
                 self.finish_reason = "context"
         self.done = bool(self.finish_reason)
-        new_text = self._new_text()
-        return Round(self.engine.name, index, tokens, min(accepted, len(tokens)), drafted, new_text, seconds, self.done)
+        pieces = self._detokenize(tokens, accepted)
+        return Round(self.engine.name, index, tokens, min(accepted, len(tokens)), drafted,
+                     "".join(text for _, text in pieces), seconds, self.done, pieces)
 
-    def _new_text(self) -> str:
-        """Decode everything and emit the difference; hold back a trailing partial character."""
-        t = self.engine.target
-        shown = [i for i in self.ids if i not in t.eos_ids]
-        text = t.decode(shown)
-        if text.endswith("\ufffd") and not self.done:
-            text = text[:-1]
-        if not text.startswith(self._text):  # a re-tokenised boundary: resend from the common prefix
-            common = 0
-            while common < min(len(text), len(self._text)) and text[common] == self._text[common]:
-                common += 1
-            self._text = self._text[:common]
-        new = text[len(self._text):]
-        self._text = text
-        return new
+    def _detokenize(self, tokens: list[int], accepted: int) -> tuple[tuple[str, str], ...]:
+        """Feed the round's tokens (eos left out) to the streaming detokenizer: the text of the
+        accepted drafts, then of the target's own token(s); flushed when the generation is done."""
+        eos = self.engine.target.eos_ids
+        pieces = []
+        for kind, group in (("acc", tokens[:accepted]), ("own", tokens[accepted:])):
+            for tok in group:
+                if tok not in eos:
+                    self.detok.add_token(tok)
+            if kind == "own" and self.done:
+                self.detok.finalize()
+            text = self.detok.last_segment
+            if text:
+                pieces.append((kind, text))
+        return tuple(pieces)
+
+
+def streaming_detokenizer(tokenizer: Any) -> StreamingDetokenizer:
+    """mlx-lm's streaming detokenizer of the tokenizer (a naive one around a plain HF tokenizer)."""
+    if hasattr(tokenizer, "detokenizer"):
+        return tokenizer.detokenizer
+    return NaiveStreamingDetokenizer(tokenizer)
 
 
 def greedy_engine(target: Target, sampling: Sampling = Sampling()) -> Engine:

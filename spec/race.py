@@ -176,6 +176,19 @@ def standings(results: dict[str, GenResult]) -> list[tuple[str, float]]:
     return sorted(((n, r.prefill_seconds + r.decode_seconds) for n, r in results.items()), key=lambda x: x[1])
 
 
+def winner(results: dict[str, GenResult]) -> tuple[str, dict[str, float]] | None:
+    """The engine with the most tokens per engine second (end to end: prefill included, so at T = 0,
+    where all write the same tokens, the first to finish), and each engine's speedup over greedy on
+    that measure (empty without a baseline); None for a stopped race or one where nothing ran."""
+    if not results or any(r.finish_reason in ("stopped", "running") for r in results.values()):
+        return None
+    best = max(results, key=lambda n: results[n].tokens_per_sec)
+    base = results.get("greedy")
+    ratios = ({n: r.tokens_per_sec / base.tokens_per_sec for n, r in results.items()}
+              if base is not None and base.tokens_per_sec > 0 else {})
+    return best, ratios
+
+
 def results_table(results: dict[str, GenResult], verdicts: dict[str, str]) -> "Any":
     """One row per engine (pandas): accept length, tok/s, speedup over the baseline, verdict."""
     import pandas as pd

@@ -22,7 +22,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from demo.app import CUSTOM_LABEL, Lane, View, preset_choices, text_html  # noqa: E402
+from demo.lanes import Lane, text_html  # noqa: E402
+from demo.stage import CUSTOM_LABEL, preset_choices  # noqa: E402
+from demo.view import View  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -90,33 +92,49 @@ def artifacts() -> Path:
 # -- painting, without a server --------------------------------------------------------------------
 
 class FakeRound:
-    def __init__(self, tokens, accepted, done=False):
-        self.tokens, self.accepted, self.done = tokens, accepted, done
+    def __init__(self, pieces, done=False):
+        self.pieces, self.done = pieces, done
 
 
-def test_lane_paints_drafts_and_own_tokens_even_across_split_characters():
-    # token 1 and 2 are the two UTF-8 bytes of "é": the first alone decodes to U+FFFD
-    pieces = {1: b"\xc3", 2: b"\xa9", 3: b"<b>&", 4: b" x\n", 9: b""}
-
-    def decode(ids):
-        return b"".join(pieces[i] for i in ids).decode("utf-8", errors="replace")
-
-    lane = Lane("dflash", decode, eos={9})
-    lane.add(FakeRound([3, 1], accepted=1))  # draft "<b>&" accepted, own byte 1 held back
+def test_lane_paints_drafts_and_own_tokens_and_escapes_html():
+    lane = Lane("dflash")
+    lane.add(FakeRound([("acc", "<b>&")]))  # an accepted draft; the own token's text was held back
     assert lane.text == "<b>&" and lane.spans == [["acc", "<b>&"]]
-    lane.add(FakeRound([2, 4, 9], accepted=2, done=True))  # drafts complete "é", own token is EOS
-    assert lane.text == "<b>&é x\n"
-    assert [k for k, _ in lane.spans] == ["acc", "acc"] and "".join(t for _, t in lane.spans) == lane.text
+    lane.add(FakeRound([("acc", "é"), ("own", " x")]))
+    lane.add(FakeRound([("own", "\n")], done=True))
+    assert lane.text == "<b>&é x\n" and lane.done
+    assert lane.spans == [["acc", "<b>&"], ["acc", "é"], ["own", " x\n"]]
     html_out = text_html("dflash", lane)
     assert "&lt;b&gt;&amp;" in html_out and "<b>&" not in html_out and 'class="tok-acc"' in html_out
 
 
-def test_lane_follows_a_retokenised_boundary():
-    texts = {(5,): "ab", (5, 6): "aXc"}  # decoding the longer sequence changes an earlier character
-    lane = Lane("dspark", lambda ids: texts[tuple(ids)], eos=set())
-    lane.add(FakeRound([5], accepted=0))
-    lane.add(FakeRound([6], accepted=0))
-    assert lane.text == "aXc" and "".join(t for _, t in lane.spans) == "aXc"
+def test_a_stopped_lane_shows_what_its_detokenizer_held_back():
+    class Result:
+        text = "Hello wor"
+
+    lane = Lane("greedy")
+    lane.add(FakeRound([("own", "Hello")]))
+    lane.finish(Result())
+    assert lane.text == "Hello wor" and lane.spans == [["own", "Hello wor"]]
+
+
+def test_the_engine_streams_each_round_as_accepted_and_own_pieces(tiny_dir):
+    from spec.dflash import load_dflash
+    from spec.engine import Engine
+    from spec.target import load_target
+
+    t = load_target(str(tiny_dir / "qwen3"))
+    gen = Engine(t, load_dflash(str(tiny_dir / "dflash-qwen3"), t)).start("Say something.", 24)
+    lane = Lane("dflash")
+    for r in gen:
+        assert "".join(text for _, text in r.pieces) == r.text
+        assert r.accepted or not [k for k, _ in r.pieces if k == "acc"]
+        lane.add(r)
+    assert lane.text == gen.result.text
+    # mlx-lm's detokenizer writes "!" for ids past the tokenizer (this tiny model's vocabulary is padded)
+    shown = [i for i in gen.result.token_ids if i not in t.eos_ids]
+    bang = t.tokenizer.convert_tokens_to_ids("!")
+    assert gen.result.text == t.decode([i if i < len(t.tokenizer._tokenizer) else bang for i in shown])
 
 
 def test_view_without_heads_or_baseline_says_why():
@@ -131,7 +149,7 @@ class FakeMeter:
 
 def test_plot_waits_until_every_head_has_a_round():
     # the browser keeps the colours of the plot's first frame: a head absent from it is never drawn
-    view = View({n: Lane(n, str, set()) for n in ("dspark", "dflash", "greedy")}, state="racing")
+    view = View({n: Lane(n) for n in ("dspark", "dflash", "greedy")}, state="racing")
     view.lanes["dspark"].meter = FakeMeter([2])
     assert view.plot() is None
     view.lanes["dflash"].meter = FakeMeter([1, 3])

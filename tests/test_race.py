@@ -112,8 +112,6 @@ def test_verdict_names_the_first_difference():
 def test_nothing_of_a_lane_is_in_flight_when_the_next_lane_starts(tiny_dir, monkeypatch):
     """The plain decoder dispatches its next step before returning (pipelining); in a race it must wait
     for it, or its forward runs on while the next lane's round is timed and is billed to that lane."""
-    import spec.engine as engine
-
     t = load_target(str(tiny_dir / "qwen3"))
     heads = {"dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), t)}
     gens, real_start = [], Engine.start

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import shrunk
 from spec import load_dflash, load_dspark
 from spec.target import SpecError, load_target
 

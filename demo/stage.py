@@ -1,0 +1,140 @@
+"""The arena a server races on (one target and its heads, loaded from a preset or custom ids), and the
+header chips that say what is loaded and where it runs."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+from demo.lanes import esc
+from spec.target import SpecError
+
+CUSTOM_LABEL = "custom: your own target and heads"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the arena is loaded from: a preset, or explicit target / head ids or folders."""
+
+    preset: str = "pocket"
+    target: str | None = None
+    dspark: str | None = None
+    dflash: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.preset if self.preset != "custom" else short(self.target or "custom")
+
+
+@dataclass
+class Stage:
+    """The ONE arena this server races on; replaced only by one that loaded without error.
+
+    Stop is per browser session: only the session whose race is running may stop it, and a Stop
+    pressed while one's own run still waits in the queue cancels that run before it starts."""
+
+    arena: Any = None
+    choice: Choice | None = None
+    error: str = ""
+    owner: str | None = None
+    cancelled: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def load(self, choice: Choice, progress: Callable[[float, str], None] = lambda f, d: None) -> None:
+        """Load `choice` next to the current arena; swap only on success (errors leave it serving)."""
+        from spec.race import load_preset_arena
+
+        if choice.preset == "custom" and not choice.target:
+            raise SpecError("custom: give a target (hub id or folder), and at least one head")
+        if choice.preset != "custom":
+            from spec.presets import get_preset
+
+            get_preset(choice.preset)  # "not yet supported" before any download
+        prefetch(choice, progress)
+        progress(0.9, f"loading {choice.label} into MLX")
+        new = load_preset_arena(choice.preset, choice.target, choice.dspark, choice.dflash)
+        with self.lock:
+            old, self.arena, self.choice, self.error = self.arena, new, choice, ""
+        if old is not None:
+            old.close()
+
+
+def preset_choices() -> list[tuple[str, str]]:
+    """Dropdown entries from spec.presets: name, the first clause of its note, support."""
+    from spec.presets import PRESETS
+
+    out = []
+    for name, p in PRESETS.items():
+        label = f"{name}: {p.note.split(';')[0].split(':')[0].split(' (')[0].strip()}" if p.note else name
+        out.append((label if p.supported else f"{name}: not yet supported", name))
+    return out + [(CUSTOM_LABEL, "custom")]
+
+
+def preset_note(preset: str) -> str:
+    from spec.presets import PRESETS
+
+    if preset == "custom":
+        return "Type a hub id or a local folder for the target and each head, then press **Load**."
+    p = PRESETS.get(preset)
+    return f"{p.note}." if p and p.note else ""
+
+
+def prefetch(choice: Choice, progress: Callable[[float, str], None]) -> None:
+    """Download hub ids here (not on the MLX thread) so the page's progress bar sees the tqdm bars."""
+    from spec.presets import PRESETS
+    from spec.target import resolve_path
+
+    p = PRESETS.get(choice.preset)
+    refs = [choice.target or (p.target if p else None), choice.dspark or (p.dspark if p else None),
+            choice.dflash or (p.dflash if p else None)]
+    hub = [r for r in refs if r and r.count("/") == 1 and not r.startswith((".", "/", "~")) and not Path(r).exists()]
+    for i, ref in enumerate(hub):
+        progress(i / max(1, len(hub)) * 0.9, f"downloading {ref}")
+        resolve_path(ref)
+
+
+def describe(stage: Stage) -> str:
+    """Header chips: target, heads, device, BLAS, versions (device and BLAS asked on the MLX thread)."""
+    def versions() -> str:
+        out = []
+        for pkg in ("mlx", "mlx-lm", "gradio"):
+            try:
+                out.append(f"{pkg} {metadata.version(pkg)}")
+            except metadata.PackageNotFoundError:
+                pass
+        return " · ".join(out)
+
+    chips: list[tuple[str, str, str]] = []
+    a = stage.arena
+    if a is None:
+        chips.append(("model", "none loaded", ""))
+    else:
+        for key, label in (("target", "target"), ("dspark", "DSpark head"), ("dflash", "DFlash head")):
+            ref = a.info.get(key)
+            chips.append((label, short(ref) if ref else "none", ref or ""))
+        device, blas = a.call(_device_and_blas)
+        chips += [("device", device, ""), ("BLAS", blas.split(" (")[0], blas)]
+    chips.append(("versions", versions(), ""))
+    body = "".join(f'<span class="chip" title="{esc(tip)}"><b>{esc(k)}</b> {esc(v)}</span>' for k, v, tip in chips)
+    return f'<div class="chips">{body}</div>'
+
+
+def _device_and_blas() -> tuple[str, str]:
+    import platform
+
+    import mlx.core as mx
+
+    from spec.cpu import blas_info
+
+    gpu = mx.default_device().type == mx.gpu
+    return ("GPU (Metal)" if gpu else f"CPU ({platform.machine()})"), blas_info()
+
+
+def short(ref: str) -> str:
+    p = Path(ref)
+    return p.name if p.exists() else ref
+
+

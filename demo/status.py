@@ -1,0 +1,52 @@
+"""The status line above the lanes: the race clock (engine seconds) next to the wall clock while racing;
+then the finishing order, the winner and its speedup, and the lossless verdicts (HTML only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from demo.lanes import LANES, esc, verdict_badge
+
+
+def clocks(view: Any) -> str:
+    return (f'<span class="clock" title="engine seconds: each lane\'s own compute">race clock '
+            f'<b>{view.clock:.2f} s</b></span> · <span class="wall">{view.wall:.2f} s wall</span>')
+
+
+def status_html(view: Any) -> str:
+    if view.state == "waiting":
+        return '<div class="status">Waiting for the arena…</div>'
+    if view.state == "racing":
+        return f'<div class="status racing"><span class="pulse"></span>Racing · {clocks(view)}</div>'
+    summary = " · ".join(f"{LANES[n]} {verdict_badge(v)}" for n, v in view.verdicts.items())
+    why = next((v.split(": ", 1)[1] for v in view.verdicts.values() if v.startswith("differs by design: ")), "")
+    if view.state == "stopped":
+        head = "<b>Stopped</b> (texts compared up to where the first engine stopped)"
+    else:
+        head = f"<b>Finished.</b> {winner_html(view.winner)} {order_html(view.order)}"
+    return (f'<div class="status {view.state}">{head} · {clocks(view)}. '
+            f'<span class="lossless">Lossless check: {summary or "–"}</span>'
+            + (f'<div class="why">Why: {esc(why)}.</div>' if why else "") + "</div>")
+
+
+def winner_html(win: tuple[str, dict[str, float]] | None) -> str:
+    if win is None:
+        return ""
+    name, ratios = win
+    if not ratios:
+        return f'<span class="winner">{LANES[name]} wins.</span>'
+    if name == "greedy":
+        lost = ", ".join(f"{LANES[n]} ×{r:.2f}" for n, r in ratios.items() if n != "greedy")
+        return (f'<span class="winner">{LANES[name]} wins: speculation did not pay on this prompt'
+                f'{f" ({lost} end to end)" if lost else ""}.</span>')
+    return f'<span class="winner">{LANES[name]} wins: ×{ratios[name]:.2f} greedy end to end.</span>'
+
+
+def order_html(order: list[tuple[str, float]]) -> str:
+    if not order:
+        return ""
+    return "Finish: " + " → ".join(f"{LANES[n]} {t:.2f} s" for n, t in order) + "."
+
+
+def error_html(msg: str) -> str:
+    return f'<div class="error-box"><b>Error.</b> {esc(msg)}</div>' if msg else ""

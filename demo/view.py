@@ -1,0 +1,138 @@
+"""One race as the page sees it: the lanes, the race and wall clocks, the finishing order and the
+table, fed event by event from spec.race; outputs() gives what the page's components show."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from demo.lanes import LANES, Lane, meters_html, text_html
+from demo.status import status_html
+from spec.target import SpecError
+
+
+@dataclass
+class View:
+    """Everything the page shows about one race, fed event by event."""
+
+    lanes: dict[str, Lane]
+    wall: float = 0.0
+    clock: float = 0.0  # the race clock: engine seconds
+    state: str = "waiting"  # waiting | racing | finished | stopped
+    order: list[tuple[str, float]] = field(default_factory=list)  # (engine, finish time) as they finish
+    winner: Any = None
+    table: Any = None
+    verdicts: dict[str, str] = field(default_factory=dict)
+    files: list[str] | None = None
+
+    @classmethod
+    def for_arena(cls, arena: Any, settings: Any) -> "View":
+        names = [n for n in ("dspark", "dflash") if n in arena.heads] + (["greedy"] if settings.baseline else [])
+        return cls({n: Lane(n) for n in names})
+
+    def feed(self, ev: Any) -> None:
+        self.wall = ev.wall or self.wall
+        self.clock = ev.clock or self.clock
+        if ev.kind == "start":
+            self.state = "racing"
+        elif ev.kind == "round":
+            lane = self.lanes[ev.engine]
+            lane.add(ev.round)
+            lane.meter = ev.meter
+        elif ev.kind == "done":
+            self.lanes[ev.engine].meter = ev.meter
+            self.lanes[ev.engine].finish(ev.result)
+            self.order.append((ev.engine, ev.meter.clock))
+        elif ev.kind == "finish":
+            from spec.race import results_table, winner
+
+            for name, res in ev.results.items():
+                if name in self.lanes and not self.lanes[name].done:
+                    self.lanes[name].finish(res)
+            self.verdicts = dict(ev.verdicts)
+            for name, v in ev.verdicts.items():
+                self.lanes[name].verdict = v
+            stopped = any(r.finish_reason == "stopped" for r in ev.results.values())
+            self.state = "stopped" if stopped else "finished"
+            self.table = results_table(ev.results, ev.verdicts)
+            self.winner = winner(ev.results)
+
+    def speedup(self, name: str) -> float | None:
+        base, lane = self.lanes.get("greedy"), self.lanes[name]
+        if base is None or base.meter is None or lane.meter is None or base.meter.tok_s <= 0:
+            return None
+        return lane.meter.tok_s / base.meter.tok_s
+
+    def plot(self) -> pd.DataFrame | None:
+        """Accept length per round of each head; None (never an empty frame, Gradio 6 LinePlot) until
+        every head has a round or the race is over: the browser keeps the colours of the plot's first
+        frame, so a head missing from it would stay invisible for the whole race."""
+        heads = [n for n in ("dspark", "dflash") if n in self.lanes]
+        rounds = {n: self.lanes[n].meter.accept_lengths if self.lanes[n].meter else [] for n in heads}
+        if self.state == "racing" and not all(rounds.values()):
+            return None
+        rows = [{"round": i + 1, "accept length": a, "engine": LANES[n]}
+                for n in heads for i, a in enumerate(rounds[n])]
+        return pd.DataFrame(rows) if rows else None
+
+    def place(self, name: str) -> int | None:
+        """1 for the first lane to finish on the race clock (not shown for a stopped race)."""
+        names = [n for n, _ in self.order]
+        return names.index(name) + 1 if name in names and self.state != "stopped" else None
+
+    def outputs(self) -> tuple:
+        cols = []
+        for name in LANES:
+            lane = self.lanes.get(name)
+            cols += [meters_html(name, lane, self.speedup(name) if lane else None, self.place(name)),
+                     text_html(name, lane)]
+        files = gr.File(value=self.files, visible=True) if self.files else gr.File(value=None, visible=False)
+        return (status_html(self), "", *cols, self.plot(), self.table if self.table is not None else empty_table(),
+                files)
+
+
+def empty_table() -> pd.DataFrame:
+    return pd.DataFrame(columns=["engine", "tokens", "rounds", "mean accept", "decode tok/s", "end-to-end tok/s",
+                                 "speedup", "prefill s", "finish", "lossless"])
+
+
+def idle_lanes(stage: Any) -> list[str]:
+    """Lane cards before the first race: the engines this arena will race, nothing measured yet."""
+    a = stage.arena
+    present = {n for n in ("dspark", "dflash") if a is not None and n in a.heads} | ({"greedy"} if a else set())
+    out = []
+    for name in LANES:
+        lane = Lane(name) if name in present else None
+        out += [meters_html(name, lane, None), text_html(name, lane, idle=True)]
+    return out
+
+
+def save_results(view: View, prompt: str, settings: Any, info: dict) -> list[str]:
+    """CSV of the table, JSON of the table + texts + settings (a fresh folder per race)."""
+    from dataclasses import asdict
+
+    out = Path(tempfile.mkdtemp(prefix="spec-arena-"))
+    view.table.to_csv(out / "spec-arena-results.csv", index=False)
+    doc = {"prompt": prompt, "settings": asdict(settings), "models": info, "wall_seconds": round(view.wall, 3),
+           "verdicts": view.verdicts, "results": json.loads(view.table.to_json(orient="records")),
+           "texts": {n: lane.text for n, lane in view.lanes.items()}}
+    (out / "spec-arena-results.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False))
+    return [str(out / "spec-arena-results.csv"), str(out / "spec-arena-results.json")]
+
+
+def readable(e: BaseException) -> str:
+    """One line a user can act on; SpecError messages are already written for people."""
+    if isinstance(e, SpecError):
+        return str(e)
+    text = str(e) or type(e).__name__
+    if "memory" in text.lower() or isinstance(e, MemoryError):
+        return f"out of memory: {text}. Try a smaller preset or fewer max new tokens."
+    return f"{type(e).__name__}: {text}"
+
+
