@@ -37,7 +37,7 @@ if __name__ == "__main__":  # as early as possible: a re-exec (LD_PRELOAD) then 
 
 import gradio as gr  # noqa: E402
 
-from demo.lanes import LANES, esc  # noqa: E402
+from demo.lanes import LANES, Lane, esc  # noqa: E402
 from demo.stage import Choice, Stage, describe, preset_choices, preset_note  # noqa: E402
 from demo.status import error_html  # noqa: E402
 from demo.view import View, empty_table, idle_lanes, readable, save_results  # noqa: E402
@@ -108,8 +108,11 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 raise SpecError("the prompt is empty: type one or click an example")
             view = View.for_arena(arena, settings)
             yield view.outputs()
-            stage.owner, last = sid, 0.0
+            stage.owner, last, recorded = sid, 0.0, []
             for ev in arena.race(prompt, settings):
+                recorded.append(ev)
+                if ev.kind == "finish":
+                    stage.record(sid, recorded)
                 view.feed(ev)
                 now = time.monotonic()
                 if ev.kind != "round" or now - last >= STREAM_EVERY:
@@ -128,6 +131,23 @@ def build_demo(stage: Stage) -> gr.Blocks:
             if stage.owner == sid:
                 stage.owner = None
 
+    def replay_last(request: gr.Request) -> Iterator[tuple]:
+        """The session's last race again, each lane's rounds at the moments its own engine reached them."""
+        from spec.race import replay as replayed
+
+        events = stage.recordings.get(request.session_hash if request else None)
+        if not events:
+            yield message("Nothing to replay yet: run a race to the end first.")
+            return
+        view, last = View({n: Lane(n) for n in dict.fromkeys(e.engine for e in events if e.kind == "round")}), 0.0
+        view.replay = True
+        for ev in replayed(events):
+            view.feed(ev)
+            now = time.monotonic()
+            if ev.kind != "round" or now - last >= STREAM_EVERY:
+                last = now
+                yield view.outputs()
+
     def stop(request: gr.Request) -> None:
         """Stop our own race within one round (or our queued run before it starts); never someone else's."""
         sid = request.session_hash
@@ -136,30 +156,61 @@ def build_demo(stage: Stage) -> gr.Blocks:
         else:
             stage.cancelled.add(sid)
 
-    def race_api(prompt: str, max_new_tokens: int = 128, temperature: float = 0.0, top_p: float = 1.0,
-                 top_k: int = 0, seed: int = 0, dspark_cap: int = 0, dspark_threshold: float = 0.0,
-                 dflash_len: int = 0, baseline: bool = True, thinking: bool = False) -> dict:
-        """Run one race to the end; returns the results table (records), the texts and the verdicts.
-        thinking: the chat template's enable_thinking (Qwen3's <think>), off by default."""
+    def raced(prompt: str, *knobs: Any) -> list:
+        """One race to the end on the served arena (for the API); errors become one readable gr.Error."""
         arena = stage.arena
         if arena is None:
             raise gr.Error(stage.error or "no model is loaded")
-        settings = settings_of(max_new_tokens, temperature, top_p, top_k, seed, dspark_cap, dspark_threshold,
-                               dflash_len, baseline, thinking)
         try:
+            settings = settings_of(*knobs)
             if not prompt or not prompt.strip():
                 raise SpecError("the prompt is empty")
-            final = None
-            for final in arena.race(prompt, settings):
-                pass
+            return list(arena.race(prompt, settings))
         except Exception as e:
             raise gr.Error(readable(e)) from e
-        from spec.race import results_table
 
+    def race_api(prompt: str, max_new_tokens: int = 128, temperature: float = 0.0, top_p: float = 1.0,
+                 top_k: int = 0, seed: int = 0, dspark_cap: int = 0, dspark_threshold: float = 0.0,
+                 dflash_len: int = 0, baseline: bool = True, thinking: bool = False) -> dict:
+        """Run one race to the end; returns the results table (records), the texts, the verdicts, the
+        finishing order on the race clock (engine seconds) and the winner with its speedups.
+        thinking: the chat template's enable_thinking (Qwen3's <think>), off by default."""
+        from spec.race import results_table, standings, winner
+
+        final = raced(prompt, max_new_tokens, temperature, top_p, top_k, seed, dspark_cap, dspark_threshold,
+                      dflash_len, baseline, thinking)[-1]
         table = results_table(final.results, final.verdicts)
+        win = winner(final.results)
         return {"table": json.loads(table.to_json(orient="records")), "columns": list(table.columns),
                 "texts": {n: r.text for n, r in final.results.items()}, "verdicts": final.verdicts,
-                "wall_seconds": round(final.wall, 3), "models": dict(arena.info)}
+                "wall_seconds": round(final.wall, 3), "race_clock_seconds": round(final.clock, 3),
+                "finish_order": [[n, round(t, 3)] for n, t in standings(final.results)],
+                "winner": None if win is None else {"engine": win[0], "speedup_end_to_end": {
+                    n: round(r, 3) for n, r in win[1].items()}}, "models": dict(stage.arena.info)}
+
+    def replay_api(prompt: str, max_new_tokens: int = 128, temperature: float = 0.0, top_p: float = 1.0,
+                   top_k: int = 0, seed: int = 0, dspark_cap: int = 0, dspark_threshold: float = 0.0,
+                   dflash_len: int = 0, baseline: bool = True, thinking: bool = False,
+                   speed: float = 1.0) -> Iterator[dict]:
+        """Run one race, then stream it again at its measured speed (speed 2 = twice as fast): one update
+        per round, {"wall", "engine", "tokens", "text"} with that lane's text so far; the last update
+        also carries "verdicts" and "finish_order"."""
+        from spec.race import replay as replayed, standings
+
+        events = raced(prompt, max_new_tokens, temperature, top_p, top_k, seed, dspark_cap, dspark_threshold,
+                       dflash_len, baseline, thinking)
+        texts: dict[str, str] = {}
+        try:
+            for ev in replayed(events, speed):
+                if ev.kind == "round":
+                    texts[ev.engine] = texts.get(ev.engine, "") + ev.round.text
+                    yield {"wall": round(ev.wall, 3), "engine": ev.engine, "tokens": ev.meter.tokens,
+                           "text": texts[ev.engine]}
+                elif ev.kind == "finish":
+                    yield {"wall": round(ev.wall, 3), "texts": texts, "verdicts": ev.verdicts,
+                           "finish_order": [[n, round(t, 3)] for n, t in standings(ev.results)]}
+        except SpecError as e:
+            raise gr.Error(str(e)) from e
 
     def load(preset: str, target: str, dspark: str, dflash: str,
              progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple:
@@ -198,6 +249,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
             with gr.Column(scale=1, min_width=160):
                 run_btn = gr.Button("Run race", variant="primary", elem_id="run")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+                replay_btn = gr.Button("Replay at measured speed", size="sm", elem_id="replay")
         with gr.Tabs(elem_id="examples"):
             for domain, title in DOMAINS.items():
                 with gr.Tab(title):
@@ -248,9 +300,11 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 baseline = gr.Checkbox(True, label="Run the greedy baseline", elem_id="baseline")
                 thinking = gr.Checkbox(False, label="Let the model think (enable_thinking)",
                                        elem_id="thinking")
-        gr.HTML('<div class="foot">Tok/s counts each engine\'s own busy time: the three engines take turns, '
-                "one round each, on one MLX thread, so the wall clock is shared. Accept length = tokens "
-                "committed per target forward (the target's own token included, so always ≥ 1).</div>")
+        gr.HTML('<div class="foot">One clock: the engines share one MLX thread, and the one that has computed '
+                "least so far always runs next, so at every moment each lane shows what that engine alone would "
+                "have written after the same amount of its own compute (the race clock, in engine seconds; the "
+                "wall clock is shared by all three). Tok/s counts each engine's own busy time. Accept length = "
+                "tokens committed per target forward (the target's own token included, so always ≥ 1).</div>")
 
         knobs = [max_new, temperature, top_p, top_k, seed, dspark_cap, dspark_thr, dflash_len, baseline, thinking]
         outputs = [status, errors, *lane_out, plot, table, files]
@@ -258,7 +312,8 @@ def build_demo(stage: Stage) -> gr.Blocks:
         gr.on([run_btn.click, prompt.submit], arm, None, None, queue=False, **private).then(
             run, [prompt, *knobs], outputs, concurrency_id="arena", concurrency_limit=1,
             show_progress="minimal", show_progress_on=[status], **private)
-        stop_btn.click(stop, None, None, queue=False, **private)
+        replaying = replay_btn.click(replay_last, None, outputs, show_progress="hidden", **private)
+        stop_btn.click(stop, None, None, queue=False, cancels=[replaying], **private)
 
         load_in = [preset, target_id, dspark_id, dflash_id]
         load_out = [header, errors, preset, custom_box, note, dspark_cap, dflash_len, *lane_out]
@@ -269,6 +324,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
             **load_args)
         load_btn.click(load, load_in, load_out, **load_args)
         gr.api(race_api, api_name="race", concurrency_id="arena", concurrency_limit=1)
+        gr.api(replay_api, api_name="replay", concurrency_id="arena", concurrency_limit=1)
     return demo
 
 

@@ -77,7 +77,7 @@ def meters_html(name: str, lane: Lane | None, speedup: float | None, place: int 
         (fmt(m.tok_s if m and m.busy else None, 1), "tok/s decode"),
         (fmt(speedup, 2, "×") if name != "greedy" else ("×1.00" if m and m.busy else "–"), "vs greedy"),
         (str(m.tokens) if m else "0", "tokens"),
-        (fmt(m.clock if m else None, 2, suffix=" s"), clock_label),
+        (fmt(m.clock if m else None, 1, suffix=" s"), clock_label),
     ]
     body = "".join(f'<div class="m"><div class="v">{v}</div><div class="k">{k}</div></div>' for v, k in cells)
     badges = verdict_badge(lane.verdict) if name != "greedy" else (

@@ -42,6 +42,14 @@ class Stage:
     owner: str | None = None
     cancelled: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    recordings: dict[str, list] = field(default_factory=dict)  # session -> events of its last finished race
+
+    def record(self, session: str | None, events: list) -> None:
+        """Keep a session's last race for its replay (the most recent 32 sessions)."""
+        self.recordings.pop(session, None)
+        self.recordings[session] = events
+        while len(self.recordings) > 32:
+            self.recordings.pop(next(iter(self.recordings)))
 
     def load(self, choice: Choice, progress: Callable[[float, str], None] = lambda f, d: None) -> None:
         """Load `choice` next to the current arena; swap only on success (errors leave it serving)."""

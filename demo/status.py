@@ -17,7 +17,8 @@ def status_html(view: Any) -> str:
     if view.state == "waiting":
         return '<div class="status">Waiting for the arena…</div>'
     if view.state == "racing":
-        return f'<div class="status racing"><span class="pulse"></span>Racing · {clocks(view)}</div>'
+        what = "Replaying at measured speed" if view.replay else "Racing"
+        return f'<div class="status racing"><span class="pulse"></span>{what} · {clocks(view)}</div>'
     summary = " · ".join(f"{LANES[n]} {verdict_badge(v)}" for n, v in view.verdicts.items())
     why = next((v.split(": ", 1)[1] for v in view.verdicts.values() if v.startswith("differs by design: ")), "")
     if view.state == "stopped":
@@ -45,7 +46,7 @@ def winner_html(win: tuple[str, dict[str, float]] | None) -> str:
 def order_html(order: list[tuple[str, float]]) -> str:
     if not order:
         return ""
-    return "Finish: " + " → ".join(f"{LANES[n]} {t:.2f} s" for n, t in order) + "."
+    return "Finish: " + " → ".join(f"{LANES[n]} {t:.2f} s" for n, t in order)
 
 
 def error_html(msg: str) -> str:

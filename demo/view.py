@@ -27,6 +27,7 @@ class View:
     state: str = "waiting"  # waiting | racing | finished | stopped
     order: list[tuple[str, float]] = field(default_factory=list)  # (engine, finish time) as they finish
     winner: Any = None
+    replay: bool = False  # a recorded race played again at measured speed
     table: Any = None
     verdicts: dict[str, str] = field(default_factory=dict)
     files: list[str] | None = None

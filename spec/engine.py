@@ -209,15 +209,14 @@ class Generation:
         mx.async_eval(nxt)
         return nxt[:1]
 
-    def step(self, settle: bool = False) -> Round | None:
-        """One round. settle: leave nothing of this generation in flight when it returns (the plain
-        decoder's pipelined next step is waited for and billed to this round), so that another
-        generation's round on the same device starts clean and is metered on its own work only."""
+    def step(self) -> Round | None:
+        """One round. The plain decoder leaves its next step in flight (pipelining, as mlx-lm does);
+        call settle() before another generation uses the device."""
         if self.done:
             return None
         eng, t = self.engine, self.engine.target
         if eng.drafter is None and self.ids:
-            return self._plain_step(settle)
+            return self._plain_step()
         k_draft, k_verify = self._keys()
         tic = time.perf_counter()
         if not self.ids:  # prefill: the whole prompt, then the first token from its last row
@@ -249,10 +248,10 @@ class Generation:
             self._taps_to_keep(taps, accepted + 1)
             self.accept_lengths.append(accepted + 1)
             self.drafted.append(drafted)
-        self._settle(settle)
+        self.in_flight = self.queued is not None
         return self._commit(tokens, accepted, drafted, time.perf_counter() - tic)
 
-    def _plain_step(self, settle: bool = False) -> Round:
+    def _plain_step(self) -> Round:
         """Plain decoding, pipelined as mlx-lm does it: the step after this one is dispatched before
         this one's token is read, so building its graph overlaps the compute."""
         tic = time.perf_counter()
@@ -261,14 +260,21 @@ class Generation:
         tokens = [int(token.item())]
         self.accept_lengths.append(1)
         self.drafted.append(0)
-        self._settle(settle)
+        self.in_flight = self.queued is not None
         return self._commit(tokens, 0, 0, time.perf_counter() - tic)
 
-    def _settle(self, settle: bool) -> None:
-        """Wait for the dispatched next step when asked (its compute is then this round's)."""
-        if settle and self.queued is not None:
-            mx.eval(self.queued)
-        self.in_flight = self.queued is not None and not settle
+    def settle(self) -> float:
+        """Wait for the work this generation left in flight (the plain decoder's dispatched next step),
+        so another generation's round starts on an idle device. The wait is this generation's own
+        compute, what its next round would have waited for: it is added to its decode time. Returns it."""
+        if not self.in_flight:
+            return 0.0
+        tic = time.perf_counter()
+        mx.eval(self.queued)
+        self.in_flight = False
+        waited = time.perf_counter() - tic
+        self.decode_seconds += waited
+        return waited
 
     def _commit(self, tokens: list[int], accepted: int, drafted: int, seconds: float) -> Round:
         """Book one target forward's tokens (cut at eos) and its time; emit the Round."""

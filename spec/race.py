@@ -4,9 +4,10 @@ MLX work happens on one dedicated worker thread (MLX streams may not cross threa
 target must never run two forwards at once); callers get a stream of events through a queue. Each
 engine is metered on its own busy time (engine seconds), not the wall clock that all three share, and
 the scheduler always steps the live engine whose busy time is smallest: at every moment each lane
-shows what that engine alone would have produced after the same amount of its own compute. A lane
-leaves nothing in flight when it hands over (Generation.step(settle=True)), so no engine's work is
-billed to another.
+shows what that engine alone would have produced after the same amount of its own compute. At each
+hand-over the previous lane's work still in flight (the plain decoder's pipelined next step) is waited
+for and billed to it (Generation.settle()), so no engine's work is billed to another, and a lane
+stepped twice in a row keeps its pipelining as when it runs alone.
 
   python -m spec race --prompt "Write a Python function that reverses a string."
 """
@@ -135,14 +136,17 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     meters = {name: Meter() for name in gens}
     t0 = time.perf_counter()
     yield RaceEvent("start")
-    live = list(gens)
+    live, last = list(gens), None
     while live:
         if stop is not None and stop.is_set():
             for g in gens.values():
                 g.stop()
             break
         name = next_lane(live, meters)
-        r = gens[name].step(settle=True)
+        if last is not None and last != name:  # hand-over: the last lane's work in flight is its own
+            meters[last].busy += gens[last].settle()
+        last = name
+        r = gens[name].step()
         if r is None:
             live.remove(name)
             continue
@@ -159,6 +163,41 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     verdicts = {n: verdict(r, base, settings) for n, r in results.items() if n != "greedy"}
     yield RaceEvent("finish", results=results, verdicts=verdicts, wall=time.perf_counter() - t0,
                     clock=race_clock(meters, []))
+
+
+def replay(events: list[RaceEvent], speed: float = 1.0, sleep: Callable[[float], None] = time.sleep,
+           clock: Callable[[], float] = time.perf_counter) -> Iterator[RaceEvent]:
+    """A recorded race again, on one wall clock: each lane's rounds appear when its own engine time
+    reached them (prefill included), so the lanes move at their measured speeds. Events as run_race's
+    (fresh meters; wall = seconds since the replay began); speed 2.0 plays twice as fast."""
+    if speed <= 0:
+        raise SpecError("replay speed must be > 0")
+    rounds = [ev for ev in events if ev.kind == "round"]
+    last = next((ev for ev in reversed(events) if ev.kind == "finish"), None)
+    if not rounds or last is None:
+        raise SpecError("nothing to replay: run a race to the end first")
+    at, timeline = {}, []
+    for ev in rounds:  # the time each round ended on its own lane's clock
+        at[ev.engine] = at.get(ev.engine, 0.0) + ev.round.seconds
+        timeline.append((at[ev.engine], ev))
+    timeline.sort(key=lambda x: x[0])
+    meters = {name: Meter() for name in at}
+    live = set(at)
+    t0 = clock()
+    yield RaceEvent("start")
+    for t, ev in timeline:
+        wait = t / speed - (clock() - t0)
+        if wait > 0:
+            sleep(wait)
+        meters[ev.engine].add(ev.round)
+        if ev.round.done:
+            live.discard(ev.engine)
+        yield RaceEvent("round", ev.engine, ev.round, meters[ev.engine], wall=clock() - t0,
+                        clock=race_clock(meters, list(live)))
+        if ev.round.done:
+            yield RaceEvent("done", ev.engine, meter=meters[ev.engine], result=last.results[ev.engine],
+                            wall=clock() - t0, clock=t)
+    yield RaceEvent("finish", results=last.results, verdicts=last.verdicts, wall=clock() - t0, clock=last.clock)
 
 
 def next_lane(live: list[str], meters: dict[str, "Meter"]) -> str:
@@ -303,6 +342,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--dspark")
     ap.add_argument("--dflash")
     ap.add_argument("--json", action="store_true", help="print the results table as JSON")
+    ap.add_argument("--replay", type=float, default=0.0, metavar="SPEED",
+                    help="then replay the race at its measured speed (1 = as fast as the engines ran, 2 = twice as "
+                         "fast): each lane's rounds printed when its own engine time reached them")
     for f in RaceSettings.__dataclass_fields__.values():
         if isinstance(f.default, bool):
             if f.name != "baseline":
@@ -315,12 +357,13 @@ def main(argv: list[str]) -> int:
                             baseline=not a.no_baseline)
     arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash)
     try:
-        final = None
+        events = []
         for ev in arena.race(a.prompt, settings):
             if ev.kind == "done":
                 print(f"# {ev.engine} done: {ev.meter.tokens} tokens, accept {ev.meter.mean_accept:.2f}, "
-                      f"{ev.meter.tok_s:.1f} tok/s", file=sys.stderr)
-            final = ev
+                      f"{ev.meter.tok_s:.1f} tok/s, finished at {ev.meter.clock:.2f} s of engine time", file=sys.stderr)
+            events.append(ev)
+        final = events[-1]
         table = results_table(final.results, final.verdicts)
         if a.json:
             print(table.to_json(orient="records"))
@@ -328,6 +371,13 @@ def main(argv: list[str]) -> int:
             print(side_by_side({n: r.text for n, r in final.results.items()}))
             print()
             print(table.to_string(index=False))
+        if a.replay:
+            print(f"\n# replay at {a.replay:g}x the measured speed")
+            for ev in replay(events, a.replay):
+                if ev.kind == "round":
+                    print(f"{ev.wall:7.2f} s  {ev.engine:<6} {ev.meter.tokens:4d} tokens  {ev.round.text!r}", flush=True)
+                elif ev.kind == "done":
+                    print(f"{ev.wall:7.2f} s  {ev.engine} finished", flush=True)
     finally:
         arena.close()
     return 0

@@ -171,6 +171,31 @@ def test_client_gets_the_final_table(app):
     assert all(row["tokens"] == 24 or row["finish"] == "eos" for row in out["table"])
 
 
+def test_the_race_endpoint_names_the_order_and_the_winner(app):
+    from gradio_client import Client
+
+    out = Client(app.url, verbose=False).predict(PROMPT, 16, api_name="/race")
+    order = out["finish_order"]
+    assert sorted(n for n, _ in order) == ["dflash", "dspark", "greedy"] and [t for _, t in order] == sorted(
+        t for _, t in order)
+    assert out["winner"]["engine"] in ("dspark", "dflash", "greedy")
+    assert out["winner"]["speedup_end_to_end"]["greedy"] == 1.0
+    assert out["race_clock_seconds"] == pytest.approx(order[-1][1], abs=1e-3)
+
+
+def test_the_replay_endpoint_streams_the_race_at_its_measured_speed(app):
+    from gradio_client import Client
+
+    job = Client(app.url, verbose=False).submit(PROMPT, 12, speed=2.0, api_name="/replay")
+    updates = list(job)
+    last = job.result(timeout=120)
+    rounds = [u for u in updates if "engine" in u]
+    assert rounds and [u["wall"] for u in rounds] == sorted(u["wall"] for u in rounds)
+    assert last["verdicts"] == {"dspark": "identical to greedy", "dflash": "identical to greedy"}
+    assert len(set(last["texts"].values())) == 1
+    assert last["wall"] == pytest.approx(max(t for _, t in last["finish_order"]) / 2.0, rel=0.25, abs=0.05)
+
+
 def test_two_clients_at_once_both_finish_lossless(app):
     from gradio_client import Client
 
@@ -325,9 +350,8 @@ def test_closing_the_page_mid_race_frees_the_arena(app, browser):
     assert out["verdicts"]["dflash"] == "identical to greedy"
 
 
-@pytest.mark.browser
-@pytest.mark.pocket
-def test_browser_on_the_pocket_preset(browser, tmp_path):
+@pytest.fixture(scope="module")
+def pocket_app(tmp_path_factory):
     from spec.presets import resolve
     from spec.target import SpecError
 
@@ -336,14 +360,88 @@ def test_browser_on_the_pocket_preset(browser, tmp_path):
             resolve("pocket", kind)
     except SpecError as e:
         pytest.skip(str(e))
-    app = App(["--preset", "pocket"], tmp_path / "app.log")
+    app = App(["--preset", "pocket"], tmp_path_factory.mktemp("pocket") / "app.log")
+    yield app
+    app.close()
+
+
+@pytest.mark.browser
+@pytest.mark.pocket
+def test_browser_on_the_pocket_preset(browser, pocket_app):
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     try:
-        drive(page, app.url, long_tokens=1024, short_tokens=48, hub_error=False)
+        drive(page, pocket_app.url, long_tokens=1024, short_tokens=48, hub_error=False)
         screenshot(page, "app-pocket.png", publish=True)
     except Exception:
         page.screenshot(path=str(artifacts() / "app-pocket-failure.png"), full_page=True)
         raise
     finally:
         page.close()
-        app.close()
+
+
+CARDS_JS = """() => Object.fromEntries(['dspark', 'dflash', 'greedy'].map(n => [n,
+  [...document.querySelectorAll(`#meters-${n} .m .v`)].map(v => v.textContent.trim())]))"""
+
+
+def cards(page) -> dict[str, dict[str, float]]:
+    """Each lane's card as numbers: tok/s (decode), tokens, engine seconds."""
+    out = {}
+    for name, cells in page.evaluate(CARDS_JS).items():
+        out[name] = {"tok/s": float(cells[1]), "tokens": int(cells[3]), "clock": float(cells[4].rstrip(" s"))}
+    return out
+
+
+def race_clock(page) -> float:
+    import re
+
+    return float(re.search(r"race clock ([0-9.]+) s", page.locator("#status").inner_text()).group(1))
+
+
+@pytest.mark.browser
+@pytest.mark.pocket
+def test_browser_the_lanes_move_on_one_clock(browser, pocket_app):
+    """Mid-race, every lane has written what its engine alone writes in the same compute (decode time =
+    (tokens - 1) / tok/s agrees across lanes within a round); the finishing order is the speed order;
+    the replay plays in about the slowest engine's busy time."""
+    import time as clock
+
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1440, "height": 1100})
+    try:
+        page.goto(pocket_app.url)
+        page.wait_for_selector("#run")
+        page.fill("#prompt textarea", "Write a Python function that checks whether a number is prime.")
+        page.locator("#settings button.label-wrap").click()
+        set_max_tokens(page, 64)
+        page.locator("#settings button.label-wrap").click()
+        page.click("#run")
+        page.wait_for_function("() => /race clock ([1-9]|0\\.[5-9])/.test(document.querySelector('#status').innerText)"
+                               " && document.querySelector('#status .racing')", timeout=90_000, polling=50)
+        live = cards(page)
+        page.screenshot(path=str(artifacts() / "app-pocket-live.png"))
+        busy = {n: (c["tokens"] - 1) / c["tok/s"] for n, c in live.items() if c["tok/s"] > 0}
+        assert len(busy) == 3 and max(busy.values()) - min(busy.values()) < 0.35, live
+        wait_done(page)
+        done = cards(page)
+        places = {n: page.locator(f"#meters-{n} .place").inner_text() for n in done}
+        by_finish = sorted(done, key=lambda n: done[n]["clock"])
+        assert [places[n] for n in by_finish] == ["1st", "2nd", "3rd"]
+        rows = page.locator("#table tbody tr").all()
+        e2e = {r.locator("td").nth(0).inner_text().strip(): float(r.locator("td").nth(5).inner_text()) for r in rows}
+        assert by_finish[0] == max(e2e, key=e2e.get), (e2e, by_finish)  # same tokens: first home is fastest
+        slowest = race_clock(page)
+        assert slowest == pytest.approx(max(c["clock"] for c in done.values()), abs=0.06)
+        screenshot(page, "app-pocket-finished.png")
+        tic = clock.monotonic()
+        page.click("#replay")
+        expect(page.locator("#status")).to_contain_text("Replaying", timeout=10_000)
+        wait_done(page)
+        took = clock.monotonic() - tic
+        assert 0.8 * slowest < took < 1.3 * slowest + 2.0, (took, slowest)
+        assert page.locator("#text-greedy .lane-text").inner_text() == page.locator("#text-dspark .lane-text").inner_text()
+    except Exception:
+        page.screenshot(path=str(artifacts() / "app-pocket-clock-failure.png"), full_page=True)
+        raise
+    finally:
+        page.close()

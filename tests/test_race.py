@@ -110,27 +110,29 @@ def test_verdict_names_the_first_difference():
 # -- one clock --------------------------------------------------------------------------------------
 
 def test_nothing_of_a_lane_is_in_flight_when_the_next_lane_starts(tiny_dir, monkeypatch):
-    """The plain decoder dispatches its next step before returning (pipelining); in a race it must wait
-    for it, or its forward runs on while the next lane's round is timed and is billed to that lane."""
+    """The plain decoder dispatches its next step before returning (pipelining); in a race, that step
+    must be done before another lane's round starts, or it runs on inside that round's time and is
+    billed to that lane."""
+    from spec.engine import Generation
+
     t = load_target(str(tiny_dir / "qwen3"))
     heads = {"dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), t)}
-    gens, real_start = [], Engine.start
+    gens, starts, real_step = [], [], Generation.step
 
-    def start(self, *a, **kw):
-        gens.append(real_start(self, *a, **kw))
-        return gens[-1]
+    def step(self):
+        if self not in gens:
+            gens.append(self)
+        starts.append([g.engine.name for g in gens if g is not self and g.in_flight])
+        return real_step(self)
 
-    monkeypatch.setattr(Engine, "start", start)
-    rounds = 0
-    for ev in run_race(t, heads, [9, 8, 7], RaceSettings(max_new_tokens=12)):
-        if ev.kind == "round":
-            rounds += 1
-            assert not [g.engine.name for g in gens if g.in_flight], f"after {ev.engine}'s round {ev.round.index}"
-    assert rounds >= 12
+    monkeypatch.setattr(Generation, "step", step)
+    *_, last = run_race(t, heads, [9, 8, 7], RaceSettings(max_new_tokens=12))
+    assert len(starts) >= 24 and all(not pending for pending in starts), starts
+    assert last.results["greedy"].token_ids == Engine(t).generate([9, 8, 7], 12).token_ids
     solo = Engine(t).start([9, 8, 7], 12)  # alone, the plain decoder keeps its pipelining
-    solo.step()
-    solo.step()
-    assert solo.in_flight
+    real_step(solo)
+    real_step(solo)
+    assert solo.in_flight and solo.settle() >= 0 and not solo.in_flight
 
 
 class FakeTime:
@@ -195,3 +197,25 @@ def test_lanes_step_in_busy_time_order_and_never_run_a_round_ahead(tiny_dir, mon
     # get nothing accepted) greedy finishes first, when DFlash has done about half of its rounds
     upto = order[: len(order) - order[::-1].index("greedy")]
     assert upto.count("dflash") < 0.7 * upto.count("greedy")
+
+
+def test_replay_shows_each_round_when_its_own_engine_reached_it(arena):
+    """On a fake wall clock: every round appears at its lane's engine time (prefill included), in that
+    order; the whole replay takes the slowest engine's busy time; texts and verdicts are the race's."""
+    from spec.race import replay
+
+    events = final(arena.race("Tell me about rivers.", RaceSettings(max_new_tokens=16)))
+    now = [0.0]
+    out = list(replay(events, sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0]))
+    assert out[0].kind == "start" and out[-1].kind == "finish" and out[-1].verdicts == events[-1].verdicts
+    lane_time, shown = {}, []
+    for ev in (e for e in events if e.kind == "round"):
+        lane_time[ev.engine] = lane_time.get(ev.engine, 0.0) + ev.round.seconds
+        shown.append((round(lane_time[ev.engine], 9), ev.engine, ev.round.index))
+    got = [(round(ev.wall, 9), ev.engine, ev.round.index) for ev in out if ev.kind == "round"]
+    assert got == sorted(shown)
+    assert out[-1].wall == pytest.approx(max(lane_time.values()))
+    for name, res in events[-1].results.items():
+        assert "".join(ev.round.text for ev in out if ev.kind == "round" and ev.engine == name) == res.text
+    with pytest.raises(SpecError, match="nothing to replay"):
+        list(replay(events[:2]))
