@@ -3,7 +3,8 @@
 The app runs as `python demo/app.py` in a subprocess (the real entry point, its own MLX thread),
 offline (HF_HUB_OFFLINE=1: a hub preset fails fast with a readable error instead of downloading).
 Screenshots go to $SPEC_ARENA_ARTIFACTS (default tests/artifacts/); the pocket preset's (a real
-model, trained heads) also goes to $SPEC_ARENA_SCREENSHOT when set (for assets/screenshot.png).
+model, trained heads, a finished race) also goes to $SPEC_ARENA_SCREENSHOT when set (for assets/screenshot.png);
+the same test's mid-race picture is tests/artifacts/app-pocket-live.png (assets/race-live.png).
 """
 
 from __future__ import annotations
@@ -371,7 +372,7 @@ def test_browser_on_the_pocket_preset(browser, pocket_app):
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     try:
         drive(page, pocket_app.url, long_tokens=1024, short_tokens=48, hub_error=False)
-        screenshot(page, "app-pocket.png", publish=True)
+        screenshot(page, "app-pocket.png")
     except Exception:
         page.screenshot(path=str(artifacts() / "app-pocket-failure.png"), full_page=True)
         raise
@@ -416,7 +417,7 @@ def test_browser_the_lanes_move_on_one_clock(browser, pocket_app):
         set_max_tokens(page, 64)
         page.locator("#settings button.label-wrap").click()
         page.click("#run")
-        page.wait_for_function("() => /race clock ([1-9]|0\\.[5-9])/.test(document.querySelector('#status').innerText)"
+        page.wait_for_function("() => /race clock ([2-9]|1\\.[5-9])/.test(document.querySelector('#status').innerText)"
                                " && document.querySelector('#status .racing')", timeout=90_000, polling=50)
         live = cards(page)
         page.screenshot(path=str(artifacts() / "app-pocket-live.png"))
@@ -427,12 +428,11 @@ def test_browser_the_lanes_move_on_one_clock(browser, pocket_app):
         places = {n: page.locator(f"#meters-{n} .place").inner_text() for n in done}
         by_finish = sorted(done, key=lambda n: done[n]["clock"])
         assert [places[n] for n in by_finish] == ["1st", "2nd", "3rd"]
-        rows = page.locator("#table tbody tr").all()
-        e2e = {r.locator("td").nth(0).inner_text().strip(): float(r.locator("td").nth(5).inner_text()) for r in rows}
-        assert by_finish[0] == max(e2e, key=e2e.get), (e2e, by_finish)  # same tokens: first home is fastest
+        for a, b in zip(by_finish, by_finish[1:]):  # the order of the measured speeds (near-ties aside)
+            assert done[a]["tok/s"] > 0.95 * done[b]["tok/s"], (by_finish, done)
         slowest = race_clock(page)
         assert slowest == pytest.approx(max(c["clock"] for c in done.values()), abs=0.06)
-        screenshot(page, "app-pocket-finished.png")
+        screenshot(page, "app-pocket-finished.png", publish=True)
         tic = clock.monotonic()
         page.click("#replay")
         expect(page.locator("#status")).to_contain_text("Replaying", timeout=10_000)
