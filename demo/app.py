@@ -38,38 +38,18 @@ if __name__ == "__main__":  # as early as possible: a re-exec (LD_PRELOAD) then 
 import gradio as gr  # noqa: E402
 
 from demo.lanes import LANES, Lane, esc  # noqa: E402
-from demo.stage import Choice, Stage, describe, preset_choices, preset_note  # noqa: E402
+from demo.stage import Choice, Stage, describe, examples, preset_choices, preset_note, settings_of  # noqa: E402,E501
 from demo.status import error_html  # noqa: E402
+from demo.sweep_tab import run_sweep, sweep_api, sweep_tab  # noqa: E402
 from demo.view import View, empty_table, idle_lanes, readable, save_results  # noqa: E402
 from spec.target import SpecError  # noqa: E402
 
-PROMPTS = ROOT / "assets" / "prompts"
 DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}
 COLORS = {"DSpark": "#7c3aed", "DFlash": "#0891b2"}
 STREAM_EVERY = 0.12  # seconds between page updates while racing (every round would flood the socket)
 
 
 # -- the page --------------------------------------------------------------------------------------
-
-def settings_of(max_new_tokens: float, temperature: float, top_p: float, top_k: float, seed: float,
-                dspark_cap: float, dspark_threshold: float, dflash_len: float, baseline: bool,
-                thinking: bool = False) -> Any:
-    from spec.race import RaceSettings
-
-    return RaceSettings(max_new_tokens=int(max_new_tokens), temperature=float(temperature), top_p=float(top_p),
-                        top_k=int(top_k), seed=int(seed or 0), dspark_cap=int(dspark_cap),
-                        dspark_threshold=float(dspark_threshold), dflash_len=int(dflash_len), baseline=bool(baseline),
-                        thinking=bool(thinking))
-
-
-def examples(domain: str, k: int = 6) -> list[str]:
-    from spec.prompts import load_prompts
-
-    try:
-        return [row["prompt"] for row in load_prompts(PROMPTS / f"{domain}.jsonl")][:k]
-    except (OSError, ValueError):
-        return []
-
 
 def build_demo(stage: Stage) -> gr.Blocks:
     """The Blocks layout and its handlers, over a Stage shared by every session."""
@@ -212,6 +192,22 @@ def build_demo(stage: Stage) -> gr.Blocks:
         except SpecError as e:
             raise gr.Error(str(e)) from e
 
+    def sweep_handler(domains: list[str], per_domain: float, own: str, sweep_max_new: float, max_new_tokens: float,
+                      temperature: float, top_p: float, top_k: float, seed: float, dspark_cap: float,
+                      dspark_threshold: float, dflash_len: float, baseline: bool, thinking: bool,
+                      request: gr.Request) -> Iterator[tuple]:
+        """The sweep tab's Run: its own prompts and length, the Settings' sampling and head knobs."""
+        yield from run_sweep(stage, domains, per_domain, own, sweep_max_new, max_new_tokens, temperature, top_p,
+                             top_k, seed, dspark_cap, dspark_threshold, dflash_len, baseline, thinking,
+                             request=request)
+
+    def sweep_endpoint(domains: str = "chat,code,math", per_domain: int = 2, prompts: str = "",
+                       max_new_tokens: int = 48, temperature: float = 0.0) -> dict:
+        """The domain sweep to the end: races of the example prompts of `domains` (comma-separated), or
+        of your own `prompts` (one a line); returns the table method x domain (accept, tok/s, speedup,
+        lossless), its release layout and the per-race rows."""
+        return sweep_api(stage, domains, per_domain, prompts, max_new_tokens, temperature)
+
     def load(preset: str, target: str, dspark: str, dflash: str,
              progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple:
         """Load a preset (or custom ids) next to the current arena; keep serving the old one on error."""
@@ -242,38 +238,42 @@ def build_demo(stage: Stage) -> gr.Blocks:
             "speed changes.</p></div>")
         header = gr.HTML(describe(stage), elem_id="header")
         errors = gr.HTML(error_html(stage.error), elem_id="errors")
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=5):
-                prompt = gr.Textbox(label="Prompt", lines=3, max_lines=8, elem_id="prompt",
-                                    placeholder="Ask anything, or pick an example below…")
-            with gr.Column(scale=1, min_width=160):
-                run_btn = gr.Button("Run race", variant="primary", elem_id="run")
-                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-                replay_btn = gr.Button("Replay at measured speed", size="sm", elem_id="replay")
-        with gr.Tabs(elem_id="examples"):
-            for domain, title in DOMAINS.items():
-                with gr.Tab(title):
-                    gr.Examples([[p] for p in examples(domain)], inputs=[prompt], label=None,
-                                examples_per_page=6)
-        status = gr.HTML('<div class="status">Ready.</div>', elem_id="status")
-        gr.HTML('<div class="legend"><span><i class="sw acc"></i>accepted draft tokens (came from the head, '
-                'checked by the target)</span><span><i class="sw own"></i>the target\'s own token '
-                '(one per round: the bonus or a correction)</span></div>')
-        lane_out: list[gr.HTML] = []
-        first = idle_lanes(stage)
-        with gr.Row(equal_height=True, elem_id="lanes"):
-            for i, name in enumerate(LANES):
-                with gr.Column(min_width=240, elem_classes=["lane", name]):
-                    lane_out.append(gr.HTML(first[2 * i], elem_id=f"meters-{name}"))
-                    lane_out.append(gr.HTML(first[2 * i + 1], elem_id=f"text-{name}", max_height=420,
-                                            autoscroll=True))
-        plot = gr.LinePlot(None, x="round", y="accept length", color="engine", color_map=COLORS,
-                           y_lim=[0, None], x_axis_format="d", elem_id="plot",
-                           label="Accept length per round (tokens committed per target forward)")
-        table = gr.DataFrame(empty_table(), label="Results (decode tok/s uses each engine's own busy time)",
-                             interactive=False, elem_id="table")
-        files = gr.File(label="Download the results (CSV, JSON)", file_count="multiple", interactive=False,
-                        elem_id="files", visible=False)
+        with gr.Tabs(elem_id="modes"):
+            with gr.Tab("Race", elem_id="race-tab"):
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=5):
+                        prompt = gr.Textbox(label="Prompt", lines=3, max_lines=8, elem_id="prompt",
+                                            placeholder="Ask anything, or pick an example below…")
+                    with gr.Column(scale=1, min_width=160):
+                        run_btn = gr.Button("Run race", variant="primary", elem_id="run")
+                        stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+                        replay_btn = gr.Button("Replay at measured speed", size="sm", elem_id="replay")
+                with gr.Tabs(elem_id="examples"):
+                    for domain, title in DOMAINS.items():
+                        with gr.Tab(title):
+                            gr.Examples([[p] for p in examples(domain)], inputs=[prompt], label=None,
+                                        examples_per_page=6)
+                status = gr.HTML('<div class="status">Ready.</div>', elem_id="status")
+                gr.HTML('<div class="legend"><span><i class="sw acc"></i>accepted draft tokens (came from the head, '
+                        'checked by the target)</span><span><i class="sw own"></i>the target\'s own token '
+                        '(one per round: the bonus or a correction)</span></div>')
+                lane_out: list[gr.HTML] = []
+                first = idle_lanes(stage)
+                with gr.Row(equal_height=True, elem_id="lanes"):
+                    for i, name in enumerate(LANES):
+                        with gr.Column(min_width=240, elem_classes=["lane", name]):
+                            lane_out.append(gr.HTML(first[2 * i], elem_id=f"meters-{name}"))
+                            lane_out.append(gr.HTML(first[2 * i + 1], elem_id=f"text-{name}", max_height=420,
+                                                    autoscroll=True))
+                plot = gr.LinePlot(None, x="round", y="accept length", color="engine", color_map=COLORS,
+                                   y_lim=[0, None], x_axis_format="d", elem_id="plot",
+                                   label="Accept length per round (tokens committed per target forward)")
+                table = gr.DataFrame(empty_table(), label="Results (decode tok/s uses each engine's own busy time)",
+                                     interactive=False, elem_id="table")
+                files = gr.File(label="Download the results (CSV, JSON)", file_count="multiple", interactive=False,
+                                elem_id="files", visible=False)
+            with gr.Tab("Domain sweep", elem_id="sweep-tab"):
+                sweep_inputs, sweep_run, sweep_stop, sweep_out = sweep_tab()
         with gr.Accordion("Settings", open=False, elem_id="settings"):
             with gr.Row():
                 first_preset = stage.choice.preset if stage.choice else "pocket"
@@ -323,8 +323,13 @@ def build_demo(stage: Stage) -> gr.Blocks:
             lambda p, *a: load(p, *a) if p != "custom" else (gr.skip(),) * len(load_out), load_in, load_out,
             **load_args)
         load_btn.click(load, load_in, load_out, **load_args)
+        sweeping = sweep_run.click(arm, None, None, queue=False, **private).then(
+            sweep_handler, [*sweep_inputs, *knobs], sweep_out, concurrency_id="arena",
+            concurrency_limit=1, show_progress="minimal", **private)
+        sweep_stop.click(stop, None, None, queue=False, cancels=[sweeping], **private)
         gr.api(race_api, api_name="race", concurrency_id="arena", concurrency_limit=1)
         gr.api(replay_api, api_name="replay", concurrency_id="arena", concurrency_limit=1)
+        gr.api(sweep_endpoint, api_name="sweep", concurrency_id="arena", concurrency_limit=1)
     return demo
 
 

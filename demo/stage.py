@@ -13,6 +13,7 @@ from demo.lanes import esc
 from spec.target import SpecError
 
 CUSTOM_LABEL = "custom: your own target and heads"
+PROMPTS = Path(__file__).resolve().parents[1] / "assets" / "prompts"
 
 
 @dataclass(frozen=True)
@@ -146,3 +147,23 @@ def short(ref: str) -> str:
     return p.name if p.exists() else ref
 
 
+# -- what the page offers and asks ------------------------------------------------------------------
+
+def settings_of(max_new_tokens: float, temperature: float, top_p: float, top_k: float, seed: float,
+                dspark_cap: float, dspark_threshold: float, dflash_len: float, baseline: bool,
+                thinking: bool = False) -> Any:
+    from spec.race import RaceSettings
+
+    return RaceSettings(max_new_tokens=int(max_new_tokens), temperature=float(temperature), top_p=float(top_p),
+                        top_k=int(top_k), seed=int(seed or 0), dspark_cap=int(dspark_cap),
+                        dspark_threshold=float(dspark_threshold), dflash_len=int(dflash_len), baseline=bool(baseline),
+                        thinking=bool(thinking))
+
+
+def examples(domain: str, k: int = 6) -> list[str]:
+    from spec.prompts import load_prompts
+
+    try:
+        return [row["prompt"] for row in load_prompts(PROMPTS / f"{domain}.jsonl")][:k]
+    except (OSError, ValueError):
+        return []

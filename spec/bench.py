@@ -28,6 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .sweep import grid, summarise
 from .target import SpecError
 
 CURVE_TS = (1, 2, 4, 8, 16)
@@ -340,21 +341,6 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
     return pd.DataFrame(rows)
 
 
-def summarise(runs: "Any") -> "Any":
-    """method x domain: accept (committed / rounds), median-of-trials tok/s summed over prompts, speedup."""
-    import pandas as pd
-
-    g = runs.groupby(["method", "domain"], sort=False)
-    out = pd.DataFrame({
-        "accept": g["committed"].sum() / g["rounds"].sum().where(g["rounds"].sum() > 0),
-        "tok/s": g["tok_s"].median(),
-        "draft % of verify": 100 * g["draft_share"].median(),
-    }).reset_index()
-    base = out[out["method"] == "greedy (ours)"].set_index("domain")["tok/s"]
-    out["speedup"] = out["tok/s"] / out["domain"].map(base)
-    return out
-
-
 def write_outputs(runs: "Any", table: "Any", out: Path, header: str) -> list[Path]:
     """table.md / table.csv / table.json / runs.csv and speedup.png in `out`."""
     import matplotlib
@@ -364,11 +350,7 @@ def write_outputs(runs: "Any", table: "Any", out: Path, header: str) -> list[Pat
 
     out.mkdir(parents=True, exist_ok=True)
     wide = table.pivot(index="method", columns="domain", values=["accept", "tok/s", "speedup"])
-    cells = table.assign(cell=lambda d: d.apply(
-        lambda r: f"{r['accept']:.2f} / {r['tok/s']:.1f} / {r['speedup']:.2f}x" if r["accept"] == r["accept"]
-        else f"- / {r['tok/s']:.1f} / {r['speedup']:.2f}x", axis=1))
-    grid = cells.pivot(index="method", columns="domain", values="cell").loc[table["method"].unique()]
-    md = header + "\n\naccept / tok/s / speedup vs our greedy\n\n" + to_markdown(grid.reset_index()) + "\n"
+    md = header + "\n\naccept / tok/s / speedup vs our greedy\n\n" + to_markdown(grid(table)) + "\n"
     cost = table.groupby("method", sort=False)["draft % of verify"].median().dropna()
     if len(cost[cost > 0]):
         md += "\ndrafter cost, median % of the verify forward: " + ", ".join(
@@ -434,6 +416,30 @@ def race_table(runs: "Any") -> "Any":
     g = runs.groupby(["engine", "domain"], sort=False)[["solo tok/s", "race tok/s"]].median().reset_index()
     g["race / solo"] = (g["race tok/s"] / g["solo tok/s"]).round(3)
     return g.round({"solo tok/s": 1, "race tok/s": 1})
+
+
+def run_sweep(a: argparse.Namespace) -> int:
+    """The app's domain sweep from the command line: one race per prompt, the same table and files."""
+    from .cpu import blas_info
+    from .prompts import load_prompts
+    from .race import RaceSettings, load_preset_arena
+    from .sweep import sweep
+
+    prompts = load_prompts(Path(a.prompts)) if a.prompts else default_prompts(a.per_domain)
+    arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash)
+    last = None
+    try:
+        for last in sweep(arena.race, prompts, RaceSettings(max_new_tokens=a.max_new_tokens,
+                                                            temperature=a.temperature)):
+            print(f"# {last.done}/{last.total} raced ({last.domain})", file=sys.stderr)
+    finally:
+        arena.close()
+    header = (f"# sweep, {a.preset if not a.target else a.target}: {len(prompts)} races, {a.max_new_tokens} new "
+              f"tokens, T={a.temperature} (race tok/s on each engine's own busy time)\n{machine_line()}; "
+              f"BLAS {blas_info()}; {time.strftime('%Y-%m-%d')}")
+    paths = write_outputs(last.rows, last.table, Path(a.out), header)
+    print(paths[0].read_text())
+    return 0
 
 
 def run_race_vs_solo(a: argparse.Namespace) -> int:
@@ -506,6 +512,8 @@ def main(argv: list[str]) -> int:
     h.add_argument("--out", default="bench-results")
     h.add_argument("--vocab-ablation", action="store_true",
                    help="also run the full-block rows drafting over the whole vocabulary (the drafter cost it saves)")
+    h.add_argument("--sweep", action="store_true",
+                   help="instead: the app's domain sweep (one race per prompt: DSpark, DFlash, greedy)")
     h.add_argument("--race-vs-solo", action="store_true",
                    help="instead: each engine's decode tok/s alone and inside a race, same prompts, interleaved")
     args = p.parse_args(argv)
@@ -523,6 +531,8 @@ def main(argv: list[str]) -> int:
         if threads and min(threads) < 1:
             p.error("--threads: counts must be >= 1")
         return run_curve(args.model, args.runs, args.greedy_tokens, args.context, threads, args.rounds)
+    if args.sweep:
+        return run_sweep(args)
     return run_race_vs_solo(args) if args.race_vs_solo else run_head_to_head(args)
 
 

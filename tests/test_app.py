@@ -197,6 +197,24 @@ def test_the_replay_endpoint_streams_the_race_at_its_measured_speed(app):
     assert last["wall"] == pytest.approx(max(t for _, t in last["finish_order"]) / 2.0, rel=0.25, abs=0.05)
 
 
+def test_the_sweep_endpoint_returns_the_table_of_the_races_it_ran(app):
+    from gradio_client import Client
+
+    out = Client(app.url, verbose=False).predict("chat,code,math", 1, "", 8, api_name="/sweep")
+    rows, table = out["rows"], out["table"]
+    assert {r["domain"] for r in rows} == {"chat", "code", "math"} and len(rows) == 9  # 3 races x 3 engines
+    for cell in table:
+        mine = [r for r in rows if r["method"] == cell["method"] and r["domain"] == cell["domain"]]
+        assert cell["accept"] == pytest.approx(sum(r["committed"] for r in mine) / sum(r["rounds"] for r in mine))
+        assert cell["tok/s"] == pytest.approx(mine[0]["tok_s"])  # one race per cell: the median is its own
+        base = next(r for r in rows if r["method"] == "greedy" and r["domain"] == cell["domain"])
+        assert cell["speedup"] == pytest.approx(mine[0]["tok_s"] / base["tok_s"])
+        assert cell["lossless"] == ("baseline" if cell["method"] == "greedy" else "identical")
+    assert [g["method"] for g in out["grid"]] == ["DSpark", "DFlash", "greedy"]
+    own = Client(app.url, verbose=False).predict("", 1, "Say hi.\nCount to three.", 6, api_name="/sweep")
+    assert {r["domain"] for r in own["rows"]} == {"custom"} and len(own["rows"]) == 6
+
+
 def test_two_clients_at_once_both_finish_lossless(app):
     from gradio_client import Client
 
@@ -332,6 +350,31 @@ def test_browser_race_stop_and_run_again(app, browser):
         raise
     assert screenshot(page, "app-tiny.png").stat().st_size > 10_000
     page.close()
+
+
+@pytest.mark.browser
+def test_browser_domain_sweep_fills_every_domain(app, browser):
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    try:
+        page.goto(app.url)
+        page.get_by_role("tab", name="Domain sweep").click()
+        for box, value in (("#sweep-per-domain", 1), ("#sweep-max-new", 16)):
+            page.locator(f"{box} input[type=number]").fill(str(value))
+            page.locator(f"{box} input[type=number]").press("Enter")
+        page.click("#sweep-run")
+        expect(page.locator("#sweep-status")).to_contain_text("Raced 1 of 3", timeout=60_000)
+        expect(page.locator("#sweep-status")).to_contain_text("Finished", timeout=120_000)
+        table = page.locator("#sweep-table").inner_text()
+        for word in ("chat", "code", "math", "DSpark", "DFlash", "greedy"):
+            assert word in table
+        assert table.count("x ✓") == 6  # both heads, three domains, each cell lossless
+        for ext in ("csv", "json"):
+            expect(page.locator(f'#sweep-files a[href$="spec-arena-sweep.{ext}"]')).to_be_attached()
+        page.screenshot(path=str(artifacts() / "app-tiny-sweep.png"), full_page=True)
+    finally:
+        page.close()
 
 
 @pytest.mark.browser

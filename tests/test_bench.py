@@ -67,3 +67,32 @@ def test_race_vs_solo_smoke(tiny_dir, tmp_path):
     assert set(runs["engine"]) == {"dspark", "dflash", "greedy"} and set(runs["domain"]) == {"chat", "code", "math"}
     assert (runs["solo tok/s"] > 0).all() and (runs["race tok/s"] > 0).all()
     assert "race / solo" in (out / "race_vs_solo.md").read_text()
+
+
+def test_sweep_smoke_and_its_table_equals_the_races(tiny_dir, tmp_path, qwen3):
+    """`bench --sweep` and the app's tab share spec.sweep: each cell is the summary of the races it ran."""
+    from spec.dflash import load_dflash
+    from spec.dspark import load_dspark
+    from spec.race import RaceSettings, run_race
+    from spec.sweep import grid, sweep
+
+    out = tmp_path / "sweep"
+    p = subprocess.run([sys.executable, "-m", "spec", "bench", "--sweep", "--target", str(tiny_dir / "qwen3"),
+                        "--dspark", str(tiny_dir / "dspark-qwen3"), "--dflash", str(tiny_dir / "dflash-qwen3"),
+                        "--per-domain", "1", "--max-new-tokens", "8", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    table = pd.read_csv(out / "table.csv")
+    assert set(table["domain"]) == {"chat", "code", "math"} and set(table["lossless"]) == {"baseline", "identical"}
+    heads = {"dspark": load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3),
+             "dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), qwen3)}
+    prompts = [{"domain": "code", "prompt": "Sort a list."}, {"domain": "code", "prompt": "Reverse a string."}]
+    updates = list(sweep(lambda text, s: run_race(qwen3, heads, text, s), prompts, RaceSettings(max_new_tokens=6)))
+    assert [u.done for u in updates] == [1, 2]
+    last = updates[-1]
+    dspark = last.rows[last.rows["method"] == "DSpark"]
+    cell = last.table[last.table["method"] == "DSpark"].iloc[0]
+    assert cell["accept"] == pytest.approx(dspark["committed"].sum() / dspark["rounds"].sum())
+    assert cell["tok/s"] == pytest.approx(dspark["tok_s"].median())
+    assert grid(last.table).columns.tolist() == ["method", "code"]
+    assert grid(last.table).iloc[0]["code"].endswith("x ✓")

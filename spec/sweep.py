@@ -1,0 +1,98 @@
+"""The domain sweep: races over many prompts, summed into the original release's table (method x domain:
+accept / tok/s / speedup vs greedy, with a lossless verdict per cell), updated after every prompt.
+
+One implementation for the app's sweep tab, its `/sweep` API and `python -m spec bench --sweep`; the
+per-prompt rows have the bench's schema, so the same summary (`summarise`) and cells (`grid`) serve both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from .engine import GenResult
+from .race import RaceEvent, RaceSettings
+from .target import SpecError
+
+METHODS = {"dspark": "DSpark", "dflash": "DFlash", "greedy": "greedy"}  # sweep rows' method names
+DOMAINS = ("chat", "code", "math")
+
+
+@dataclass
+class SweepUpdate:
+    done: int  # prompts raced so far
+    total: int
+    domain: str  # of the prompt just raced
+    rows: Any  # pandas: one row per prompt x engine (the bench's schema)
+    table: Any  # pandas: method x domain summary (summarise)
+
+
+def race_rows(results: dict[str, GenResult], verdicts: dict[str, str], domain: str, prompt: int) -> list[dict]:
+    """One race's rows: per engine its tokens, rounds, committed tokens, decode tok/s and lossless verdict."""
+    return [{"domain": domain, "method": METHODS[n], "prompt": prompt, "tokens": len(r.token_ids),
+             "rounds": r.rounds, "committed": sum(r.accept_lengths), "tok_s": r.decode_tokens_per_sec,
+             "draft_share": 0.0, "lossless": verdicts.get(n, "baseline")} for n, r in results.items()]
+
+
+def sweep(race: Callable[[str, RaceSettings], Iterator[RaceEvent]], prompts: list[dict], settings: RaceSettings,
+          stopped: Callable[[], bool] = lambda: False) -> Iterator[SweepUpdate]:
+    """Race each {domain, prompt} in turn with `race` (Arena.race, or run_race bound to a target);
+    after each, the rows so far and their summary. `stopped` ends it between (or within) races."""
+    import pandas as pd
+
+    if not prompts:
+        raise SpecError("the sweep has no prompts: pick a domain or type your own, one a line")
+    rows: list[dict] = []
+    for i, p in enumerate(prompts):
+        last = None
+        for last in race(p["prompt"], settings):
+            pass
+        if last is None or stopped() or any(r.finish_reason == "stopped" for r in last.results.values()):
+            return
+        rows += race_rows(last.results, last.verdicts, p["domain"], i)
+        frame = pd.DataFrame(rows)
+        yield SweepUpdate(i + 1, len(prompts), p["domain"], frame, summarise(frame, base="greedy"))
+
+
+def summarise(runs: Any, base: str = "greedy (ours)") -> Any:
+    """method x domain: accept (committed / rounds), median tok/s over prompts, speedup over `base`'s
+    tok/s in the same domain, and (when the rows carry verdicts) the lossless verdict of the cell."""
+    import pandas as pd
+
+    g = runs.groupby(["method", "domain"], sort=False)
+    out = pd.DataFrame({
+        "accept": g["committed"].sum() / g["rounds"].sum().where(g["rounds"].sum() > 0),
+        "tok/s": g["tok_s"].median(),
+        "draft % of verify": 100 * g["draft_share"].median(),
+    }).reset_index()
+    ref = out[out["method"] == base].set_index("domain")["tok/s"]
+    out["speedup"] = out["tok/s"] / out["domain"].map(ref)
+    if "lossless" in runs:
+        out["lossless"] = [cell_verdict(v) for v in g["lossless"].apply(list)]
+    return out
+
+
+def cell_verdict(verdicts: list[str]) -> str:
+    """One cell's verdicts: every race identical to greedy, how many differ, or sampled by design."""
+    if all(v == "baseline" for v in verdicts):
+        return "baseline"
+    if all(v.startswith("identical") for v in verdicts):
+        return "identical"
+    differ = sum(v.startswith("DIFFERS") for v in verdicts)
+    return f"DIFFERS in {differ} of {len(verdicts)}" if differ else "sampled (exact in distribution)"
+
+
+def grid(table: Any) -> Any:
+    """The release's layout: one row per method, one "accept / tok/s / speedup" cell per domain (with a
+    mark for the lossless verdict when the table has one)."""
+    mark = {"identical": " ✓", "baseline": ""}
+
+    def cell(r: Any) -> str:
+        acc = f"{r['accept']:.2f}" if r["accept"] == r["accept"] else "-"
+        text = f"{acc} / {r['tok/s']:.1f} / {r['speedup']:.2f}x"
+        if "lossless" in r:
+            text += mark.get(r["lossless"], f" ({r['lossless']})")
+        return text
+
+    cells = table.assign(cell=table.apply(cell, axis=1))
+    return cells.pivot(index="method", columns="domain", values="cell").loc[table["method"].unique()].reset_index()
