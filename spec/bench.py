@@ -418,71 +418,67 @@ def race_table(runs: "Any") -> "Any":
     return g.round({"solo tok/s": 1, "race tok/s": 1})
 
 
-def run_sweep(a: argparse.Namespace) -> int:
-    """The app's domain sweep from the command line: one race per prompt, the same table and files."""
-    from .cpu import blas_info
+def on_arena(a: argparse.Namespace, work: Any) -> tuple[list[dict], Any]:
+    """The prompts (--prompts, or the held-out ones) and work(arena, prompts) on the arena of --preset or
+    the given target and heads, closed afterwards."""
     from .prompts import load_prompts
-    from .race import RaceSettings, load_preset_arena
-    from .sweep import sweep
+    from .race import load_preset_arena
 
     prompts = load_prompts(Path(a.prompts)) if a.prompts else default_prompts(a.per_domain)
     arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash)
-    last = None
     try:
+        return prompts, work(arena, prompts)
+    finally:
+        arena.close()
+
+
+def header_of(a: argparse.Namespace, what: str) -> str:
+    """A results file's first lines: what ran, on which models, where and when."""
+    from .cpu import blas_info
+
+    return (f"# {a.preset if not a.target else a.target}: {what}\n{machine_line()}; BLAS {blas_info()}; "
+            f"{time.strftime('%Y-%m-%d')}")
+
+
+def run_sweep(a: argparse.Namespace) -> int:
+    """The app's domain sweep from the command line: one race per prompt, the same table and files."""
+    from .race import RaceSettings
+    from .sweep import sweep
+
+    def work(arena: Any, prompts: list[dict]) -> Any:
+        last = None
         for last in sweep(arena.race, prompts, RaceSettings(max_new_tokens=a.max_new_tokens,
                                                             temperature=a.temperature)):
             print(f"# {last.done}/{last.total} raced ({last.domain})", file=sys.stderr)
-    finally:
-        arena.close()
-    header = (f"# sweep, {a.preset if not a.target else a.target}: {len(prompts)} races, {a.max_new_tokens} new "
-              f"tokens, T={a.temperature} (race tok/s on each engine's own busy time)\n{machine_line()}; "
-              f"BLAS {blas_info()}; {time.strftime('%Y-%m-%d')}")
+        return last
+
+    prompts, last = on_arena(a, work)
+    header = header_of(a, f"sweep, {len(prompts)} races, {a.max_new_tokens} new tokens, T={a.temperature} "
+                          "(race tok/s on each engine's own busy time)")
     paths = write_outputs(last.rows, last.table, Path(a.out), header)
     print(paths[0].read_text())
     return 0
 
 
 def run_race_vs_solo(a: argparse.Namespace) -> int:
-    from .cpu import blas_info
-    from .prompts import load_prompts
-    from .race import load_preset_arena
-
-    prompts = load_prompts(Path(a.prompts)) if a.prompts else default_prompts(a.per_domain)
-    arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash)
-    try:
-        runs = arena.call(lambda: race_vs_solo(arena.target, arena.heads, prompts, trials=a.trials,
-                                               max_new_tokens=a.max_new_tokens))
-    finally:
-        arena.close()
-    table = race_table(runs)
+    prompts, runs = on_arena(a, lambda arena, prompts: arena.call(lambda: race_vs_solo(
+        arena.target, arena.heads, prompts, trials=a.trials, max_new_tokens=a.max_new_tokens)))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    header = (f"# race vs solo, {a.preset if not a.target else a.target}: {len(prompts)} prompts, {a.trials} trials, "
-              f"{a.max_new_tokens} new tokens, T=0\n{machine_line()}; BLAS {blas_info()}; {time.strftime('%Y-%m-%d')}")
-    (out / "race_vs_solo.md").write_text(header + "\n\n" + to_markdown(table) + "\n")
+    header = header_of(a, f"race vs solo, {len(prompts)} prompts, {a.trials} trials, {a.max_new_tokens} new tokens, T=0")
+    (out / "race_vs_solo.md").write_text(header + "\n\n" + to_markdown(race_table(runs)) + "\n")
     runs.to_csv(out / "race_vs_solo_runs.csv", index=False)
     print((out / "race_vs_solo.md").read_text())
     return 0
 
 
 def run_head_to_head(a: argparse.Namespace) -> int:
-    from .cpu import blas_info
-    from .prompts import load_prompts
-    from .race import load_preset_arena
-
-    prompts = load_prompts(Path(a.prompts)) if a.prompts else default_prompts(a.per_domain)
-    arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash)
-    try:
-        runs = arena.call(lambda: head_to_head(arena.target, arena.heads, prompts, trials=a.trials,
-                                               max_new_tokens=a.max_new_tokens, temperature=a.temperature,
-                                               vocab_ablation=a.vocab_ablation))
-    finally:
-        arena.close()
-    table = summarise(runs)
-    header = (f"# {a.preset if not a.target else a.target}: {len(prompts)} prompts, {a.trials} trials, "
-              f"{a.max_new_tokens} new tokens, T={a.temperature}\n{machine_line()}; BLAS {blas_info()}; "
-              f"{time.strftime('%Y-%m-%d')}")
-    paths = write_outputs(runs, table, Path(a.out), header)
+    prompts, runs = on_arena(a, lambda arena, prompts: arena.call(lambda: head_to_head(
+        arena.target, arena.heads, prompts, trials=a.trials, max_new_tokens=a.max_new_tokens,
+        temperature=a.temperature, vocab_ablation=a.vocab_ablation)))
+    header = header_of(a, f"{len(prompts)} prompts, {a.trials} trials, {a.max_new_tokens} new tokens, "
+                          f"T={a.temperature}")
+    paths = write_outputs(runs, summarise(runs), Path(a.out), header)
     print(paths[0].read_text())
     print("written: " + ", ".join(str(p) for p in paths))
     return 0
