@@ -66,10 +66,10 @@ def build_demo(stage: Stage) -> gr.Blocks:
 
     def run(prompt: str, max_new_tokens: float, temperature: float, top_p: float, top_k: float, seed: float,
             dspark_cap: float, dspark_threshold: float, dflash_len: float, baseline: bool, thinking: bool,
-            request: gr.Request) -> Iterator[tuple]:
+            auto_length: bool, request: gr.Request) -> Iterator[tuple]:
         """Drain the arena's events into the page, a few updates a second."""
         knobs = (max_new_tokens, temperature, top_p, top_k, seed, dspark_cap, dspark_threshold, dflash_len,
-                 baseline, thinking)
+                 baseline, thinking, auto_length)
         sid = request.session_hash if request else None
         if sid in stage.cancelled:
             stage.cancelled.discard(sid)
@@ -195,11 +195,11 @@ def build_demo(stage: Stage) -> gr.Blocks:
     def sweep_handler(domains: list[str], per_domain: float, own: str, sweep_max_new: float, max_new_tokens: float,
                       temperature: float, top_p: float, top_k: float, seed: float, dspark_cap: float,
                       dspark_threshold: float, dflash_len: float, baseline: bool, thinking: bool,
-                      request: gr.Request) -> Iterator[tuple]:
+                      auto_length: bool, request: gr.Request) -> Iterator[tuple]:
         """The sweep tab's Run: its own prompts and length, the Settings' sampling and head knobs."""
         yield from run_sweep(stage, domains, per_domain, own, sweep_max_new, max_new_tokens, temperature, top_p,
                              top_k, seed, dspark_cap, dspark_threshold, dflash_len, baseline, thinking,
-                             request=request)
+                             auto_length, request=request)
 
     def sweep_endpoint(domains: str = "chat,code,math", per_domain: int = 2, prompts: str = "",
                        max_new_tokens: int = 48, temperature: float = 0.0) -> dict:
@@ -294,6 +294,8 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 seed = gr.Number(0, precision=0, label="Seed")
             with gr.Row():
                 cap_max, len_max = block_sizes(stage)
+                auto_length = gr.Checkbox(True, label="Auto draft length (chosen every round from measured "
+                                          "costs and acceptance; off: the fixed lengths)", elem_id="auto-length")
                 dspark_cap = gr.Slider(0, cap_max, value=0, step=1, label="DSpark cap (0 = the head's block)")
                 dspark_thr = gr.Slider(0, 0.95, value=0, step=0.05, label="DSpark confidence threshold (0 = off)")
                 dflash_len = gr.Slider(0, len_max, value=0, step=1, label="DFlash draft length (0 = full block)")
@@ -306,7 +308,8 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 "wall clock is shared by all three). Tok/s counts each engine's own busy time. Accept length = "
                 "tokens committed per target forward (the target's own token included, so always ≥ 1).</div>")
 
-        knobs = [max_new, temperature, top_p, top_k, seed, dspark_cap, dspark_thr, dflash_len, baseline, thinking]
+        knobs = [max_new, temperature, top_p, top_k, seed, dspark_cap, dspark_thr, dflash_len, baseline, thinking,
+                 auto_length]
         outputs = [status, errors, *lane_out, plot, table, files]
         private = dict(api_visibility="private")
         gr.on([run_btn.click, prompt.submit], arm, None, None, queue=False, **private).then(

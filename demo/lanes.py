@@ -82,6 +82,10 @@ def meters_html(name: str, lane: Lane | None, speedup: float | None, place: int 
     body = "".join(f'<div class="m"><div class="v">{v}</div><div class="k">{k}</div></div>' for v, k in cells)
     badges = verdict_badge(lane.verdict) if name != "greedy" else (
         '<span class="verdict base">reference</span>' if lane.done else "")
+    if name != "greedy" and m is not None and m.drafted:
+        k = m.drafted[-1]
+        badges += (f'<span class="chosen" title="drafts verified in the last round">'
+                   f'{"parked: plain step" if k == 0 else f"drafting {k}"}</span>')
     if place is not None:
         badges = f'<span class="place p{place}">{ordinal(place)}</span>' + badges
     return (f'<div class="lane-card {name}">{head}<div class="meters">{body}</div>'

@@ -151,12 +151,15 @@ def short(ref: str) -> str:
 
 def settings_of(max_new_tokens: float, temperature: float, top_p: float, top_k: float, seed: float,
                 dspark_cap: float, dspark_threshold: float, dflash_len: float, baseline: bool,
-                thinking: bool = False) -> Any:
+                thinking: bool = False, auto_length: bool = False) -> Any:
+    """The page's knobs as RaceSettings; auto_length: each head's draft length chosen every round."""
     from spec.race import RaceSettings
 
     return RaceSettings(max_new_tokens=int(max_new_tokens), temperature=float(temperature), top_p=float(top_p),
-                        top_k=int(top_k), seed=int(seed or 0), dspark_cap=int(dspark_cap),
-                        dspark_threshold=float(dspark_threshold), dflash_len=int(dflash_len), baseline=bool(baseline),
+                        top_k=int(top_k), seed=int(seed or 0),
+                        dspark_cap="auto" if auto_length else int(dspark_cap),
+                        dspark_threshold=float(dspark_threshold),
+                        dflash_len="auto" if auto_length else int(dflash_len), baseline=bool(baseline),
                         thinking=bool(thinking))
 
 

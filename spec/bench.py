@@ -245,7 +245,7 @@ def run_curve(model: str | None, runs: int, greedy_tokens: int, context: int,
 class Method:
     name: str
     kind: str  # "greedy" | "mlx-lm" | "dspark" | "dflash"
-    cap: int = 0  # drafts verified per round; 0 = the head's whole block
+    cap: int | str = 0  # drafts verified per round; 0 = the head's whole block; "auto": chosen every round
     whole_vocab: bool = False  # ignore the head's draft vocabulary (spec.vocab): the cost it saves
 
 
@@ -261,6 +261,7 @@ def methods(heads: dict, vocab_ablation: bool = False) -> list[Method]:
         out.append(Method(f"{label} full ({full})", kind, full))
         if vocab_ablation and heads[kind].draft_vocab is not None:
             out.append(Method(f"{label} full, whole vocab", kind, full, whole_vocab=True))
+        out.append(Method(f"{label} auto", kind, "auto"))
     return out
 
 
@@ -295,7 +296,7 @@ def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_n
         if head is not None:
             head.draft_vocab = vocab
     return {"ids": r.token_ids, "tok_s": r.decode_tokens_per_sec, "accept": r.accept_lengths,
-            "draft_s": r.draft_seconds, "decode_s": r.decode_seconds}
+            "draft_s": r.draft_seconds, "decode_s": r.decode_seconds, "drafted": r.drafted}
 
 
 def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int = 3, max_new_tokens: int = 96,
@@ -335,6 +336,7 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
                 "tok_s": float(np.median([r["tok_s"] for r in runs])),
                 "draft_ms_per_round": 1000 * prof["draft_s"] / max(1, len(prof["accept"])),
                 "draft_share": prof["draft_s"] / verify_s if prof["draft_s"] and verify_s > 0 else 0.0,
+                "drafted": " ".join(map(str, runs[0].get("drafted", []))),
             })
             bar.update(1)
     bar.close()
@@ -351,6 +353,9 @@ def write_outputs(runs: "Any", table: "Any", out: Path, header: str) -> list[Pat
     out.mkdir(parents=True, exist_ok=True)
     wide = table.pivot(index="method", columns="domain", values=["accept", "tok/s", "speedup"])
     md = header + "\n\naccept / tok/s / speedup vs our greedy\n\n" + to_markdown(grid(table)) + "\n"
+    mix = length_mix(runs)
+    if mix:
+        md += "\nchosen draft lengths of the auto rows, share of rounds (0 = parked: a plain target step):\n" + mix
     cost = table.groupby("method", sort=False)["draft % of verify"].median().dropna()
     if len(cost[cost > 0]):
         md += "\ndrafter cost, median % of the verify forward: " + ", ".join(
@@ -368,6 +373,19 @@ def write_outputs(runs: "Any", table: "Any", out: Path, header: str) -> list[Pat
     plt.savefig(paths[4], dpi=120)
     plt.close()
     return paths
+
+
+def length_mix(runs: "Any") -> str:
+    """For each auto method and domain: how often each draft length was chosen (markdown lines)."""
+    if "drafted" not in runs:
+        return ""
+    lines = []
+    for (method, domain), g in runs[runs["method"].str.endswith(" auto")].groupby(["method", "domain"], sort=False):
+        ks = [int(k) for text in g["drafted"].fillna("") for k in str(text).split()]
+        if ks:
+            share = {k: ks.count(k) / len(ks) for k in sorted(set(ks))}
+            lines.append(f"- {method}, {domain}: " + ", ".join(f"{k}: {100 * v:.0f}%" for k, v in share.items()))
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def default_prompts(per_domain: int) -> list[dict]:

@@ -19,8 +19,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--family", default="pocket", help="preset: pocket (offline), qwen3, gemma4")
     ap.add_argument("--model", help="target: hub id or folder (overrides the preset's)")
     ap.add_argument("--drafter", help="head: hub id or folder (overrides the preset's)")
-    ap.add_argument("--max-draft", type=int, default=0,
-                    help="drafts verified per round (dflash: 0 = full block; dspark: 0 = block_size)")
+    ap.add_argument("--max-draft", default="0",
+                    help="drafts verified per round (dflash: 0 = full block; dspark: 0 = block_size), or auto: "
+                         "chosen every round from the measured costs and the acceptance so far")
     ap.add_argument("--confidence-threshold", type=float, default=0.0, help="DSpark: cut drafts below it (0 = off)")
     ap.add_argument("--drafter-bits", type=int, choices=[0, 4, 8], default=None,
                     help="quantize the head on load (default: 4 on an Apple GPU, 0 on CPU)")

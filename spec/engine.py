@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 import mlx.core as mx
 from mlx_lm.tokenizer_utils import NaiveStreamingDetokenizer, StreamingDetokenizer
 
+from .autodraft import AutoDraft
 from .target import SpecError, Target
 from .verify import Sampling, accept
 
@@ -96,17 +97,24 @@ class GenResult:
 class Engine:
     """A target + optional drafter + settings. Stateless between generations: each has its own caches."""
 
-    def __init__(self, target: Target, drafter: Drafter | None = None, *, max_draft: int = 0,
+    def __init__(self, target: Target, drafter: Drafter | None = None, *, max_draft: int | str = 0,
                  sampling: Sampling = Sampling(), confidence_threshold: float = 0.0, name: str | None = None,
                  profile: bool = False, thinking: bool = False):
         """profile: sync once more per round, after drafting, to time the drafter on its own.
         thinking: the chat template's enable_thinking for text prompts (off, as the heads are benchmarked)."""
         self.target, self.drafter, self.sampling, self.profile = target, drafter, sampling, profile
         self.thinking = thinking
-        if drafter is not None:
+        self.costs = None  # measured round costs when the draft length is chosen per round ("auto")
+        max_draft = draft_length(max_draft)
+        if drafter is not None and max_draft == "auto":
+            from .autodraft import cached_costs
+
+            self.max_draft, self.costs = drafter.max_drafts, cached_costs(target, drafter)
+        elif drafter is not None:
             cap = drafter.max_drafts if not max_draft else max_draft
-            if not 1 <= cap <= drafter.max_drafts:
-                raise SpecError(f"max draft {max_draft} is outside 1..{drafter.max_drafts} for this {drafter.kind} head")
+            if not isinstance(cap, int) or not 1 <= cap <= drafter.max_drafts:
+                raise SpecError(f"max draft {max_draft!r} is outside 1..{drafter.max_drafts} (or auto) for this "
+                                f"{drafter.kind} head")
             self.max_draft = cap
         else:
             self.max_draft = 0
@@ -155,6 +163,7 @@ class Generation:
         self.cache = t.make_cache()
         d = self.engine.drafter
         self.draft_cache = d.make_cache() if d is not None else None
+        self.policy = None if self.engine.costs is None else AutoDraft(self.engine.costs, self.engine.max_draft)
         self.pending: mx.array | None = None  # target taps of committed tokens the drafter has not seen
         self.queued: mx.array | None = None  # plain decoding: the next token, already dispatched
         self.in_flight = False  # work this generation dispatched and nobody has waited for yet
@@ -229,7 +238,7 @@ class Generation:
             self._taps_to_keep(taps, len(self.prompt_ids))
         else:
             anchor = self.ids[-1]
-            k = min(eng.max_draft, self._room() - 1)
+            k = min(self.policy.next() if self.policy else eng.max_draft, self._room() - 1)
             draft, q = mx.array([], dtype=mx.uint32), None
             if k > 0:
                 draft, q = eng.drafter.propose(self.draft_cache, self.pending, anchor, k, eng.sampling, k_draft,
@@ -243,6 +252,8 @@ class Generation:
             mx.eval(n, committed, *([taps] if taps is not None else []))
             drafted = draft.shape[0]
             accepted = int(n.item())
+            if self.policy:
+                self.policy.observe(drafted, accepted)
             tokens = committed[: accepted + 1].tolist()
             t.trim(self.cache, drafted - accepted)
             self._taps_to_keep(taps, accepted + 1)
@@ -315,6 +326,19 @@ class Generation:
             if text:
                 pieces.append((kind, text))
         return tuple(pieces)
+
+
+def draft_length(value: int | str) -> int | str:
+    """A max-draft setting as given by a user: an int (0 = the head's block), its digits, or "auto"."""
+    if isinstance(value, str):
+        value = value.strip().lower()
+        if value == "auto":
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            raise SpecError(f"max draft must be a number or auto, not {value!r}") from None
+    return int(value)
 
 
 def streaming_detokenizer(tokenizer: Any) -> StreamingDetokenizer:

@@ -37,9 +37,9 @@ class RaceSettings:
     top_p: float = 1.0
     top_k: int = 0
     seed: int = 0
-    dspark_cap: int = 0  # 0 = the head's block
+    dspark_cap: int | str = "auto"  # "auto": chosen per round (spec.autodraft); 0 = the head's block
     dspark_threshold: float = 0.0
-    dflash_len: int = 0  # 0 = the full block
+    dflash_len: int | str = "auto"  # "auto": chosen per round; 0 = the full block
     baseline: bool = True
     thinking: bool = False  # the chat template's enable_thinking (Qwen3's <think>)
 
@@ -58,6 +58,7 @@ class Meter:
     busy: float = 0.0  # seconds of its own rounds (decode only)
     prefill: float = 0.0
     accept_lengths: list[int] = field(default_factory=list)
+    drafted: list[int] = field(default_factory=list)  # drafts verified per round (the chosen length)
 
     def add(self, r: Round) -> None:
         self.tokens += len(r.tokens)
@@ -68,6 +69,7 @@ class Meter:
         self.busy += r.seconds
         self.accepted += r.accepted
         self.accept_lengths.append(len(r.tokens))
+        self.drafted.append(r.drafted)
 
     @property
     def mean_accept(self) -> float:
@@ -301,6 +303,7 @@ def load_preset_arena(preset: str = "pocket", target: str | None = None, dspark:
     """An Arena over a preset (or explicit target / head ids or folders)."""
 
     def loader() -> tuple[Target, dict[str, Any], dict[str, str]]:
+        from .autodraft import cached_costs
         from .dflash import load_dflash
         from .dspark import load_dspark
         from .presets import PRESETS, get_preset, resolve
@@ -316,6 +319,7 @@ def load_preset_arena(preset: str = "pocket", target: str | None = None, dspark:
             if ref:
                 heads[kind] = load(ref, t, drafter_bits=drafter_bits)
                 info[kind] = ref
+                cached_costs(t, heads[kind])  # the draft-length chooser's costs, measured once per machine
         return t, heads, info
 
     return Arena(loader)

@@ -21,7 +21,8 @@ def test_head_to_head_smoke(tiny_dir, tmp_path):
     assert set(table["domain"]) == {"chat", "code", "math"}
     methods = list(dict.fromkeys(table["method"]))
     assert methods == ["greedy (ours)", "greedy (mlx-lm)", "DSpark cap 2", "DSpark cap 4", "DSpark full (7)",
-                       "DFlash cap 2", "DFlash full (7)"]
+                       "DSpark auto", "DFlash cap 2", "DFlash full (7)", "DFlash auto"]
+    assert "chosen draft lengths of the auto rows" in (out / "table.md").read_text()
     assert (table[table["method"] == "greedy (ours)"]["speedup"] == 1.0).all()
     assert (out / "speedup.png").stat().st_size > 1000 and json.loads((out / "table.json").read_text())
     assert "accept / tok/s / speedup" in (out / "table.md").read_text()
@@ -52,7 +53,7 @@ def test_vocab_ablation_adds_whole_vocabulary_rows(qwen3, tiny_dir):
     head.use_draft_vocab(range(4, qwen3.vocab_size, 2))
     runs = bench.head_to_head(qwen3, {"dspark": head}, [{"domain": "code", "prompt": "hi"}], trials=1,
                               max_new_tokens=6, progress=False, vocab_ablation=True)
-    assert list(dict.fromkeys(runs["method"]))[-2:] == ["DSpark full (7)", "DSpark full, whole vocab"]
+    assert list(dict.fromkeys(runs["method"]))[-3:] == ["DSpark full (7)", "DSpark full, whole vocab", "DSpark auto"]
     assert head.draft_vocab is not None  # the ablation row put the head back as it was
 
 

@@ -176,7 +176,7 @@ def test_lanes_step_in_busy_time_order_and_never_run_a_round_ahead(tiny_dir, mon
     costly(heads["dspark"], lambda k: 0.2 + 0.05 * k)
     clocks, longest, order = {n: 0.0 for n in ("dspark", "dflash", "greedy")}, {}, []
     live = set(clocks)
-    for ev in run_race(t, heads, [9, 8, 7, 6], RaceSettings(max_new_tokens=24)):
+    for ev in run_race(t, heads, [9, 8, 7, 6], RaceSettings(max_new_tokens=24, dspark_cap=0, dflash_len=0)):
         if ev.kind != "round":
             continue
         name, cost = ev.engine, ev.round.seconds

@@ -1,0 +1,187 @@
+"""Draft length chosen by measurement (`max_draft="auto"`): what pays is committed tokens per second of
+round cost, not acceptance.
+
+A round that verifies k drafts costs the target's forward over k + 1 rows plus the head's drafting for k;
+it commits 1 + a_1 + a_1 a_2 + ... tokens on average, where a_i is the chance draft i is accepted once
+the drafts before it were. The costs are measured once per target, head, machine, MLX and BLAS (a short
+calibration, cached on disk); the acceptance is learned within each generation from what its verify
+rounds report, starting from a prior measured at calibration. Each round takes the k with the most
+expected tokens per millisecond, k = 0 being a plain target step (parking) when no draft length beats it;
+a parked generation probes its best draft length now and then, so a head that starts paying is picked up
+again. The verify rule is unchanged, so every choice is lossless.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import mlx.core as mx
+
+CALIBRATION_PROMPT = "Write a Python function that returns the n-th Fibonacci number, then explain it."
+VERSION = 1  # bump when what calibrate() measures changes
+
+
+@dataclass
+class Costs:
+    """Measured milliseconds: verify[k] = the target's forward over k + 1 new rows on a warm cache;
+    draft[k] = the head drafting k tokens (draft[0] = 0); prior[i] = the chance draft i + 1 is accepted
+    once the drafts before it were, measured on a calibration generation."""
+
+    verify: list[float]
+    draft: list[float]
+    prior: list[float]
+
+    @property
+    def max_k(self) -> int:
+        return len(self.draft) - 1
+
+
+def expected_tokens(rates: list[float], k: int) -> float:
+    """Tokens a round commits on average when it verifies k drafts (the target's own token included)."""
+    total, alive = 1.0, 1.0
+    for a in rates[:k]:
+        alive *= a
+        total += alive
+    return total
+
+
+def choose(costs: Costs, rates: list[float], max_k: int) -> int:
+    """The draft length (0 = a plain target step) with the most expected tokens per millisecond."""
+    best, best_rate = 0, 1.0 / costs.verify[0]
+    for k in range(1, min(max_k, costs.max_k) + 1):
+        rate = expected_tokens(rates, k) / (costs.verify[k] + costs.draft[k])
+        if rate > best_rate:
+            best, best_rate = k, rate
+    return best
+
+
+class Acceptance:
+    """Per-position acceptance, learned from verify rounds: position i's drafts that were tried and
+    accepted, on top of a prior worth `strength` rounds."""
+
+    def __init__(self, prior: list[float], strength: float = 4.0):
+        self.tried = [strength] * len(prior)
+        self.accepted = [p * strength for p in prior]
+
+    def observe(self, drafted: int, accepted: int) -> None:
+        """A round verified `drafted` drafts and accepted the first `accepted`: positions 1..accepted
+        were accepted, position accepted + 1 (if drafted) was tried and rejected, later ones not tried."""
+        for i in range(min(drafted, accepted + 1, len(self.tried))):
+            self.tried[i] += 1
+            self.accepted[i] += i < accepted
+
+    def rates(self) -> list[float]:
+        return [a / t for a, t in zip(self.accepted, self.tried)]
+
+
+class AutoDraft:
+    """One generation's chooser: the measured costs, its own acceptance, parking and probing."""
+
+    def __init__(self, costs: Costs, max_k: int, probe_every: int = 8):
+        self.costs, self.max_k, self.probe_every = costs, min(max_k, costs.max_k), probe_every
+        self.acceptance = Acceptance(costs.prior[: self.max_k])
+        self.parked = 0
+        self.chosen: list[int] = []
+
+    def next(self) -> int:
+        k = choose(self.costs, self.acceptance.rates(), self.max_k)
+        if k == 0:
+            self.parked += 1
+            if self.parked % self.probe_every == 0:  # probe: the best positive length once
+                rates = self.acceptance.rates()
+                k = max(range(1, self.max_k + 1), key=lambda j: expected_tokens(rates, j) /
+                        (self.costs.verify[j] + self.costs.draft[j]))
+        self.chosen.append(k)
+        return k
+
+    def observe(self, drafted: int, accepted: int) -> None:
+        if drafted:
+            self.acceptance.observe(drafted, accepted)
+
+
+# -- calibration ------------------------------------------------------------------------------------
+
+def _median_ms(fn: Any, runs: int) -> float:
+    times = []
+    for i in range(runs + 1):  # one warm-up
+        tic = time.perf_counter()
+        fn()
+        if i:
+            times.append(1000 * (time.perf_counter() - tic))
+    return statistics.median(times)
+
+
+def calibrate(target: Any, head: Any, runs: int = 3, context: int = 64) -> Costs:
+    """Measure the costs on a warm cache of `context` tokens and the acceptance prior (seconds)."""
+    from .engine import Engine
+    from .verify import Sampling
+
+    K = head.max_drafts
+    ids = [int(i) % target.vocab_size for i in target.encode_chat(CALIBRATION_PROMPT)]
+    ids = (ids * (context // len(ids) + 1))[: context + K + 1]
+    cache = target.make_cache()
+    _, taps = target(mx.array([ids[:context]]), cache, head.config.target_layer_ids)
+    mx.eval(taps)
+
+    def forward(w: int) -> None:
+        logits, _ = target(mx.array([ids[context : context + w]]), cache, head.config.target_layer_ids)
+        mx.eval(logits)
+        target.trim(cache, w)
+
+    verify = [_median_ms(lambda w=w: forward(w), runs) for w in range(1, K + 2)]
+    dcache = head.make_cache()
+    mx.eval(head.propose(dcache, taps, ids[context], 1, Sampling(), None)[0])  # context into the head's cache
+
+    def draft(k: int) -> None:
+        out, _ = head.propose(dcache, None, ids[context], k, Sampling(), None)
+        mx.eval(out)
+
+    drafts = [0.0] + [_median_ms(lambda k=k: draft(k), runs) for k in range(1, K + 1)]
+    res = Engine(target, head).generate(CALIBRATION_PROMPT, 48)
+    seen = Acceptance([0.0] * K, strength=0.0)
+    for d, a in zip(res.drafted, res.accept_lengths):
+        seen.observe(d, a - 1)
+    prior = [a / t if t else 0.5 for a, t in zip(seen.accepted, seen.tried)]
+    return Costs(verify, drafts, prior)
+
+
+def calibration_key(target: Any, head: Any) -> str:
+    """What the costs depend on: the target, the head, the machine, MLX and the BLAS."""
+    from .cpu import blas_info
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    facts = {"version": VERSION, "target": target.name, "target_config": target.config,
+             "head": head.config.raw, "draft_vocab": None if head.draft_ids is None else len(head.draft_ids),
+             "machine": [platform.machine(), cpu], "device": str(mx.default_device()), "mlx": mx.__version__,
+             "blas": blas_info()}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def cached_costs(target: Any, head: Any, folder: Path | None = None) -> Costs:
+    """The costs of this pair on this machine: read from the cache, or calibrated and written there."""
+    from .pocket import cache_root
+
+    path = (folder or cache_root() / "calibration") / f"{head.kind}-{calibration_key(target, head)}.json"
+    if path.exists():
+        try:
+            return Costs(**json.loads(path.read_text()))
+        except (ValueError, TypeError):
+            pass  # a damaged file: measure again
+    costs = calibrate(target, head)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(costs)))
+    tmp.replace(path)
+    return costs

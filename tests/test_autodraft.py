@@ -1,0 +1,125 @@
+"""The draft-length chooser: known answers on synthetic costs and acceptance, learning, parking and
+probing, the on-disk cache of measured costs, and losslessness with lengths that change every round."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from spec import autodraft
+from spec.autodraft import Acceptance, AutoDraft, Costs, choose, expected_tokens
+from spec.dflash import load_dflash
+from spec.dspark import load_dspark
+from spec.engine import Engine
+from spec.verify import Sampling
+
+
+def test_the_chooser_picks_the_known_best_length():
+    flat = Costs(verify=[10.0, 11.0, 12.0, 30.0], draft=[0.0, 1.0, 1.0, 1.0], prior=[0.9] * 3)
+    # tokens per ms: k=0 1/10 = .100; k=1 1.9/12 = .158; k=2 2.71/13 = .208; k=3 3.439/31 = .111
+    assert choose(flat, [0.9, 0.9, 0.9], 3) == 2
+    assert choose(flat, [0.9, 0.9, 0.9], 1) == 1  # the cap bounds it
+    assert choose(flat, [0.0, 0.0, 0.0], 3) == 0  # nothing accepted: park (a plain target step)
+    cheap = Costs(verify=[10.0, 10.5, 11.0, 11.5], draft=[0.0, 0.5, 0.5, 0.5], prior=[1.0] * 3)
+    assert choose(cheap, [1.0, 1.0, 1.0], 3) == 3  # everything accepted, verify nearly free: the whole block
+    assert expected_tokens([0.5, 0.5], 2) == pytest.approx(1 + 0.5 + 0.25)
+    # a weak first draft and a strong rest is still not worth a round that costs 1.5 plain steps
+    assert choose(Costs([10.0, 15.0, 15.5], [0.0, 0.0, 0.0], [0.2, 1.0]), [0.2, 1.0], 2) == 0
+
+
+def test_acceptance_is_learned_per_position():
+    acc = Acceptance([0.5, 0.5, 0.5], strength=2.0)
+    for _ in range(20):
+        acc.observe(drafted=3, accepted=1)  # the first draft always survives, the second never
+    rates = acc.rates()
+    assert rates[0] > 0.9 and rates[1] < 0.1 and rates[2] == 0.5  # position 3 was never tried
+
+
+def test_a_parked_generation_probes_and_comes_back_when_the_head_pays():
+    costs = Costs(verify=[10.0, 11.0, 12.0], draft=[0.0, 1.0, 1.5], prior=[0.05, 0.05])
+    auto = AutoDraft(costs, max_k=2, probe_every=4)
+    picks = [auto.next() for _ in range(8)]
+    assert picks.count(0) == 6 and picks[3] > 0 and picks[7] > 0  # parked, probing every 4th round
+    for _ in range(12):
+        auto.observe(drafted=2, accepted=2)  # the probes find a head that now pays
+    assert auto.next() == 2
+
+
+def test_costs_are_measured_once_and_cached(tiny_dir, qwen3, tmp_path, monkeypatch):
+    head = load_dflash(str(tiny_dir / "dflash-qwen3"), qwen3)
+    calls = []
+    real = autodraft.calibrate
+    monkeypatch.setattr(autodraft, "calibrate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    first = autodraft.cached_costs(qwen3, head, tmp_path)
+    again = autodraft.cached_costs(qwen3, head, tmp_path)
+    assert calls == [1] and first == again
+    assert len(first.verify) == head.max_drafts + 1 and len(first.draft) == head.max_drafts + 1
+    assert first.draft[0] == 0 and all(v > 0 for v in first.verify) and all(0 <= p <= 1 for p in first.prior)
+    other = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
+    assert autodraft.calibration_key(qwen3, head) != autodraft.calibration_key(qwen3, other)
+
+
+FLIPPING = Costs(verify=[1.0, 1.45, 1.5, 1.55, 1.6, 1.65, 1.7, 1.75], draft=[0.0] + [0.1] * 7, prior=[0.6] * 7)
+
+
+@pytest.fixture
+def flipping(monkeypatch):
+    """Costs under which the chosen length moves with the acceptance seen so far."""
+    monkeypatch.setattr(autodraft, "cached_costs", lambda target, head: FLIPPING)
+    import spec.engine  # noqa: F401  (Engine imports cached_costs from spec.autodraft when asked for auto)
+
+
+@settings(max_examples=10, deadline=None)
+@given(prompt=st.lists(st.integers(min_value=4, max_value=259), min_size=1, max_size=30), n=st.integers(1, 24))
+def test_auto_is_lossless_at_t0(tiny_dir, qwen3, prompt, n):
+    want = Engine(qwen3).generate(prompt, n).token_ids
+    for head in (load_dflash(str(tiny_dir / "dflash-qwen3"), qwen3), load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)):
+        res = Engine(qwen3, head, max_draft="auto").generate(prompt, n)
+        assert res.token_ids == want and all(0 <= d <= head.max_drafts for d in res.drafted)
+
+
+def test_auto_is_lossless_with_lengths_that_move(tiny_dir, qwen3, flipping):
+    head = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
+    prompt = [9, 8, 7, 6, 5]
+    want = Engine(qwen3).generate(prompt, 40).token_ids
+    res = Engine(qwen3, head, max_draft="auto").generate(prompt, 40)
+    assert res.token_ids == want and len(set(res.drafted)) >= 2  # the length changed during the generation
+
+
+def test_auto_samples_the_targets_law_at_t_gt_0(tiny_dir, flipping):
+    """The first three tokens through the engine with auto lengths, against the target's own joint law."""
+    from scipy.stats import chisquare
+
+    import mlx.core as mx
+    import tiny
+    from spec.target import load_target
+    from spec.verify import log_probs
+
+    folder = tiny_dir / "vocab8"
+    if not folder.exists():
+        tiny.make_target(folder, vocab=8, hidden=32, layers=4, scale=1.0, seed=5)
+        cfg = __import__("json").loads((folder / "config.json").read_text())
+        tiny.make_dspark_head(tiny_dir / "dspark-vocab8", cfg, block_size=3, rank=4, seed=7)
+    t = load_target(str(folder))
+    t.eos_ids = set()
+    head = load_dspark(str(tiny_dir / "dspark-vocab8"), t)
+    s, prompt = Sampling(1.0), [1, 4, 6]
+
+    def dist(prefix):
+        logits, _ = t(mx.array([prompt + prefix]), t.make_cache())
+        return np.array(mx.exp(log_probs(logits[0, -1], s)))
+
+    exp = np.zeros((8, 8))
+    p1 = dist([])
+    for a in range(8):
+        p2 = dist([a])
+        for b in range(8):
+            exp[b] += p1[a] * p2[b] * dist([a, b])
+    n, counts, lengths = 1200, np.zeros((8, 8)), set()
+    for seed in range(n):
+        res = Engine(t, head, max_draft="auto", sampling=Sampling(1.0, seed=seed)).generate(prompt, 3)
+        counts[res.token_ids[1], res.token_ids[2]] += 1
+        lengths.update(res.drafted)
+    expected = exp.ravel() / exp.sum() * n
+    keep = expected > 5
+    assert chisquare(counts.ravel()[keep], expected[keep] * counts.ravel()[keep].sum() / expected[keep].sum()).pvalue > 1e-3
+    assert len(lengths) >= 2
