@@ -64,8 +64,7 @@ FLIPPING = Costs(verify=[1.0, 1.45, 1.5, 1.55, 1.6, 1.65, 1.7, 1.75], draft=[0.0
 @pytest.fixture
 def flipping(monkeypatch):
     """Costs under which the chosen length moves with the acceptance seen so far."""
-    monkeypatch.setattr(autodraft, "cached_costs", lambda target, head: FLIPPING)
-    import spec.engine  # noqa: F401  (Engine imports cached_costs from spec.autodraft when asked for auto)
+    monkeypatch.setattr(autodraft, "cached_costs", lambda target, head: FLIPPING)  # Engine looks it up per call
 
 
 @settings(max_examples=10, deadline=None)
