@@ -206,7 +206,8 @@ def run_curve(model: str | None, runs: int, greedy_tokens: int, context: int,
     """Measure every configuration in its own child process and print one joined table."""
     from spec.target import SpecError
 
-    if model is None:
+    pocket = model is None
+    if pocket:
         from spec.pocket import POCKET_NAME, pocket_target_dir
 
         model, name = str(pocket_target_dir()), POCKET_NAME
@@ -236,7 +237,30 @@ def run_curve(model: str | None, runs: int, greedy_tokens: int, context: int,
     print(f"  greedy tokens identical across configurations: {'yes' if same else 'NO'}")
     if len(results) == 1:
         print("  (no OpenBLAS found: apt-get install libopenblas0-pthread)")
+    if pocket:
+        print_cost_model()
     return 0
+
+
+def print_cost_model(preset: str = "pocket") -> None:
+    """The draft-length chooser's cost model of each head (spec.autodraft: measured once per machine and
+    cached), in this process's BLAS: what `auto` weighs every round."""
+    import pandas as pd
+
+    from .autodraft import cached_costs
+    from .race import load_preset_arena
+
+    arena = load_preset_arena(preset)
+    try:
+        for kind, head in arena.heads.items():
+            c = arena.call(lambda h=head: cached_costs(arena.target, h))
+            print(f"\nauto's cost model, {kind} head ({preset}): ms per round verifying k drafts")
+            rows = [{"k": k, "verify (k+1 rows) ms": round(c.verify[k], 2), "draft ms": round(c.draft[k], 2),
+                     "round ms": round(c.verify[k] + c.draft[k], 2),
+                     "prior a_k": round(c.prior[k - 1], 2) if k else "-"} for k in range(c.max_k + 1)]
+            print(to_markdown(pd.DataFrame(rows)))
+    finally:
+        arena.close()
 
 
 # -- head to head -------------------------------------------------------------------------------
