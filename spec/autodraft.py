@@ -25,7 +25,7 @@ from typing import Any
 import mlx.core as mx
 
 CALIBRATION_PROMPT = "Write a Python function that returns the n-th Fibonacci number, then explain it."
-VERSION = 1  # bump when what calibrate() measures changes
+VERSION = 2  # bump when what calibrate() measures changes
 
 
 @dataclass
@@ -148,8 +148,19 @@ def calibrate(target: Any, head: Any, runs: int = 3, context: int = 64) -> Costs
     seen = Acceptance([0.0] * K, strength=0.0)
     for d, a in zip(res.drafted, res.accept_lengths):
         seen.observe(d, a - 1)
-    prior = [a / t if t else 0.5 for a, t in zip(seen.accepted, seen.tried)]
-    return Costs(verify, drafts, prior)
+    return Costs(monotone(verify, rising=True), monotone(drafts, rising=True),
+                 monotone([(a + 1) / (t + 2) for a, t in zip(seen.accepted, seen.tried)], rising=False))
+
+
+def monotone(values: list[float], rising: bool) -> list[float]:
+    """Timing noise and sparse counts smoothed the way the quantities behave: a wider verify or a longer
+    draft never costs less (running max); a later draft is not more likely to survive than an earlier
+    one once they did (running min; the counts behind the prior get a uniform Beta(1, 1) first)."""
+    out, edge = [], None
+    for v in values:
+        edge = v if edge is None else (max(edge, v) if rising else min(edge, v))
+        out.append(edge)
+    return out
 
 
 def calibration_key(target: Any, head: Any) -> str:

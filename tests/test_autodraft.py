@@ -26,6 +26,13 @@ def test_the_chooser_picks_the_known_best_length():
     assert choose(Costs([10.0, 15.0, 15.5], [0.0, 0.0, 0.0], [0.2, 1.0]), [0.2, 1.0], 2) == 0
 
 
+def test_calibration_noise_is_smoothed_the_way_costs_and_acceptance_behave():
+    from spec.autodraft import monotone
+
+    assert monotone([80.0, 85.0, 95.0, 93.0, 104.0], rising=True) == [80.0, 85.0, 95.0, 95.0, 104.0]
+    assert monotone([0.86, 0.82, 0.56, 0.6, 1.0], rising=False) == [0.86, 0.82, 0.56, 0.56, 0.56]
+
+
 def test_acceptance_is_learned_per_position():
     acc = Acceptance([0.5, 0.5, 0.5], strength=2.0)
     for _ in range(20):
