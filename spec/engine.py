@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 import mlx.core as mx
 from mlx_lm.tokenizer_utils import NaiveStreamingDetokenizer, StreamingDetokenizer
 
-from .autodraft import AutoDraft
+from . import autodraft
 from .target import SpecError, Target
 from .verify import Sampling, accept
 
@@ -107,9 +107,7 @@ class Engine:
         self.costs = None  # measured round costs when the draft length is chosen per round ("auto")
         max_draft = draft_length(max_draft)
         if drafter is not None and max_draft == "auto":
-            from .autodraft import cached_costs
-
-            self.max_draft, self.costs = drafter.max_drafts, cached_costs(target, drafter)
+            self.max_draft, self.costs = drafter.max_drafts, autodraft.cached_costs(target, drafter)
         elif drafter is not None:
             cap = drafter.max_drafts if not max_draft else max_draft
             if not isinstance(cap, int) or not 1 <= cap <= drafter.max_drafts:
@@ -163,7 +161,8 @@ class Generation:
         self.cache = t.make_cache()
         d = self.engine.drafter
         self.draft_cache = d.make_cache() if d is not None else None
-        self.policy = None if self.engine.costs is None else AutoDraft(self.engine.costs, self.engine.max_draft)
+        self.policy = (None if self.engine.costs is None
+                       else autodraft.AutoDraft(self.engine.costs, self.engine.max_draft))
         self.pending: mx.array | None = None  # target taps of committed tokens the drafter has not seen
         self.queued: mx.array | None = None  # plain decoding: the next token, already dispatched
         self.in_flight = False  # work this generation dispatched and nobody has waited for yet
