@@ -165,14 +165,9 @@ def monotone(values: list[float], rising: bool) -> list[float]:
 
 def calibration_key(target: Any, head: Any) -> str:
     """What the costs depend on: the target, the head, the machine, MLX and the BLAS."""
-    from .cpu import blas_info
+    from .cpu import blas_info, cpu_name
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     facts = {"version": VERSION, "target": target.name, "target_config": target.config,
              "head": head.config.raw, "draft_vocab": None if head.draft_ids is None else len(head.draft_ids),
              "machine": [platform.machine(), cpu], "device": str(mx.default_device()), "mlx": mx.__version__,

@@ -174,12 +174,9 @@ def to_markdown(df: Any) -> str:
 
 
 def machine_line() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    from .cpu import cpu_name
+
+    cpu = cpu_name()
     try:
         from importlib.metadata import version
 

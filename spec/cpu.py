@@ -247,6 +247,17 @@ def _openblas_details(path: str) -> str:
     return f"OpenBLAS {version}".strip() + f", {threads} thread{'s' if threads != 1 else ''}"
 
 
+def cpu_name() -> str:
+    """The processor's model name (Linux: /proc/cpuinfo), else what platform knows."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
 def blas_info() -> str:
     """One line for the CLI / UI header: which BLAS MLX's CPU matmuls actually use."""
     import mlx.core as mx

@@ -95,37 +95,15 @@ def test_auto_samples_the_targets_law_at_t_gt_0(tiny_dir, flipping):
     """The first three tokens through the engine with auto lengths, against the target's own joint law."""
     from scipy.stats import chisquare
 
-    import mlx.core as mx
-    import tiny
-    from spec.target import load_target
-    from spec.verify import log_probs
+    from test_sampling import expected_counts, later_tokens_law, vocab8_pair
 
-    folder = tiny_dir / "vocab8"
-    if not folder.exists():
-        tiny.make_target(folder, vocab=8, hidden=32, layers=4, scale=1.0, seed=5)
-        cfg = __import__("json").loads((folder / "config.json").read_text())
-        tiny.make_dspark_head(tiny_dir / "dspark-vocab8", cfg, block_size=3, rank=4, seed=7)
-    t = load_target(str(folder))
-    t.eos_ids = set()
-    head = load_dspark(str(tiny_dir / "dspark-vocab8"), t)
-    s, prompt = Sampling(1.0), [1, 4, 6]
-
-    def dist(prefix):
-        logits, _ = t(mx.array([prompt + prefix]), t.make_cache())
-        return np.array(mx.exp(log_probs(logits[0, -1], s)))
-
-    exp = np.zeros((8, 8))
-    p1 = dist([])
-    for a in range(8):
-        p2 = dist([a])
-        for b in range(8):
-            exp[b] += p1[a] * p2[b] * dist([a, b])
+    t, head = vocab8_pair(tiny_dir)
+    prompt = [1, 4, 6]
+    exp = later_tokens_law(t, prompt, Sampling(1.0))
     n, counts, lengths = 1200, np.zeros((8, 8)), set()
     for seed in range(n):
         res = Engine(t, head, max_draft="auto", sampling=Sampling(1.0, seed=seed)).generate(prompt, 3)
         counts[res.token_ids[1], res.token_ids[2]] += 1
         lengths.update(res.drafted)
-    expected = exp.ravel() / exp.sum() * n
-    keep = expected > 5
-    assert chisquare(counts.ravel()[keep], expected[keep] * counts.ravel()[keep].sum() / expected[keep].sum()).pvalue > 1e-3
+    assert chisquare(counts.ravel(), expected_counts(exp.ravel(), n)).pvalue > 1e-3
     assert len(lengths) >= 2

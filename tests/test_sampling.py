@@ -75,8 +75,8 @@ def test_a_wrong_rule_is_caught():
     assert chisquare(counts, expected_counts(p, counts.sum())).pvalue < 1e-6
 
 
-def test_end_to_end_joint_distribution(tiny_dir, monkeypatch):
-    """First three tokens sampled through the whole engine (DSpark, cap 2) vs the target's own law."""
+def vocab8_pair(tiny_dir):
+    """A tiny target with an 8-token vocabulary (its law can be enumerated) and a DSpark head (block 3)."""
     from spec.target import load_target
     import tiny
 
@@ -87,28 +87,32 @@ def test_end_to_end_joint_distribution(tiny_dir, monkeypatch):
         tiny.make_dspark_head(tiny_dir / "dspark-vocab8", cfg, block_size=3, rank=4, seed=7)
     t = load_target(str(folder))
     t.eos_ids = set()
-    head = load_dspark(str(tiny_dir / "dspark-vocab8"), t)
-    s = Sampling(1.0, seed=0)
-    prompt = [1, 4, 6]
+    return t, load_dspark(str(tiny_dir / "dspark-vocab8"), t)
 
+
+def later_tokens_law(t, prompt, s):
+    """The target's own law of tokens 2 and 3 of a sample (summed over token 1): an 8 x 8 array."""
     def dist(prefix):
         logits, _ = t(mx.array([prompt + prefix]), t.make_cache())
         return np.array(mx.exp(log_probs(logits[0, -1], s)))
 
+    exp = np.zeros((8, 8))
     p1 = dist([])
-    expected = {}
     for a in range(8):
         p2 = dist([a])
         for b in range(8):
-            p3 = dist([a, b])
-            for c in range(8):
-                expected[(a, b, c)] = p1[a] * p2[b] * p3[c]
-    # bucket the 512 outcomes by (x2, x3) after x1: the drafted and verified tokens
+            exp[b] += p1[a] * p2[b] * dist([a, b])
+    return exp
+
+
+def test_end_to_end_joint_distribution(tiny_dir):
+    """First three tokens sampled through the whole engine (DSpark, cap 2) vs the target's own law,
+    bucketed by (x2, x3) after x1: the drafted and verified tokens."""
+    t, head = vocab8_pair(tiny_dir)
+    prompt = [1, 4, 6]
+    exp = later_tokens_law(t, prompt, Sampling(1.0, seed=0))
     n = 1500
     counts = np.zeros((8, 8))
-    exp = np.zeros((8, 8))
-    for (a, b, c), pr in expected.items():
-        exp[b, c] += pr
     for seed in range(n):
         eng = Engine(t, head, max_draft=2, sampling=Sampling(1.0, seed=seed))
         ids = eng.generate(prompt, 3).token_ids
