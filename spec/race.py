@@ -95,6 +95,7 @@ class RaceEvent:
     result: GenResult | None = None
     wall: float = 0.0
     clock: float = 0.0  # the race clock (engine seconds): how far the slowest live lane has computed
+    lane_clock: float = 0.0  # a round's end on its own lane's clock (its meter's, hand-over waits included)
     results: dict[str, GenResult] = field(default_factory=dict)
     verdicts: dict[str, str] = field(default_factory=dict)
 
@@ -156,7 +157,8 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
         if r.done:
             live.remove(name)
         clock = race_clock(meters, live)
-        yield RaceEvent("round", name, r, meters[name], wall=time.perf_counter() - t0, clock=clock)
+        yield RaceEvent("round", name, r, meters[name], wall=time.perf_counter() - t0, clock=clock,
+                        lane_clock=meters[name].clock)
         if r.done:
             yield RaceEvent("done", name, meter=meters[name], result=gens[name].result,
                             wall=time.perf_counter() - t0, clock=clock)
@@ -178,13 +180,9 @@ def replay(events: list[RaceEvent], speed: float = 1.0, sleep: Callable[[float],
     last = next((ev for ev in reversed(events) if ev.kind == "finish"), None)
     if not rounds or last is None:
         raise SpecError("nothing to replay: run a race to the end first")
-    at, timeline = {}, []
-    for ev in rounds:  # the time each round ended on its own lane's clock
-        at[ev.engine] = at.get(ev.engine, 0.0) + ev.round.seconds
-        timeline.append((at[ev.engine], ev))
-    timeline.sort(key=lambda x: x[0])
-    meters = {name: Meter() for name in at}
-    live = set(at)
+    timeline = sorted(((ev.lane_clock, ev) for ev in rounds), key=lambda x: x[0])  # as the race metered them
+    meters = {ev.engine: Meter() for ev in rounds}
+    live = set(meters)
     t0 = clock()
     yield RaceEvent("start")
     for t, ev in timeline:

@@ -34,10 +34,10 @@ def race_rows(results: dict[str, GenResult], verdicts: dict[str, str], domain: s
              "draft_share": 0.0, "lossless": verdicts.get(n, "baseline")} for n, r in results.items()]
 
 
-def sweep(race: Callable[[str, RaceSettings], Iterator[RaceEvent]], prompts: list[dict], settings: RaceSettings,
-          stopped: Callable[[], bool] = lambda: False) -> Iterator[SweepUpdate]:
+def sweep(race: Callable[[str, RaceSettings], Iterator[RaceEvent]], prompts: list[dict],
+          settings: RaceSettings) -> Iterator[SweepUpdate]:
     """Race each {domain, prompt} in turn with `race` (Arena.race, or run_race bound to a target);
-    after each, the rows so far and their summary. `stopped` ends it between (or within) races."""
+    after each, the rows so far and their summary. A race that was stopped ends the sweep."""
     import pandas as pd
 
     if not prompts:
@@ -47,7 +47,7 @@ def sweep(race: Callable[[str, RaceSettings], Iterator[RaceEvent]], prompts: lis
         last = None
         for last in race(p["prompt"], settings):
             pass
-        if last is None or stopped() or any(r.finish_reason == "stopped" for r in last.results.values()):
+        if last is None or any(r.finish_reason == "stopped" for r in last.results.values()):
             return
         rows += race_rows(last.results, last.verdicts, p["domain"], i)
         frame = pd.DataFrame(rows)
