@@ -15,11 +15,13 @@ stepped twice in a row keeps its pipelining as when it runs alone.
 from __future__ import annotations
 
 import argparse
+import atexit
 import queue
 import sys
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+import weakref
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -247,6 +249,43 @@ def results_table(results: dict[str, GenResult], verdicts: dict[str, str]) -> "A
     return pd.DataFrame(rows)
 
 
+class MLXThread:
+    """A daemon thread that runs the calls given to it, in order, and never ends: idle ones wait in a
+    pool for the next Arena. MLX keeps per-thread state (mx.compile's cache) whose destructor takes the
+    GIL, so a worker thread that ended while the interpreter shut down aborted the process ("terminate
+    called without an active exception", exit 134) after every script that raced."""
+
+    _idle: list["MLXThread"] = []
+    _idle_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="mlx", daemon=True).start()
+
+    @classmethod
+    def take(cls) -> "MLXThread":
+        with cls._idle_lock:
+            return cls._idle.pop() if cls._idle else cls()
+
+    def release(self) -> None:
+        with self._idle_lock:
+            self._idle.append(self)
+
+    def submit(self, fn: Callable, *args: Any) -> Future:
+        fut: Future = Future()
+        self._jobs.put((fut, fn, args))
+        return fut
+
+    def _serve(self) -> None:
+        while True:
+            fut, fn, args = self._jobs.get()
+            if fut.set_running_or_notify_cancel():
+                try:
+                    fut.set_result(fn(*args))
+                except BaseException as e:  # handed to whoever waits on the future
+                    fut.set_exception(e)
+
+
 class Arena:
     """One target and its heads, owned by ONE worker thread; every MLX call goes through it.
 
@@ -254,14 +293,24 @@ class Arena:
     honoured within one round and leaves the target ready for the next race."""
 
     def __init__(self, loader: Callable[[], tuple[Target, dict[str, Any], dict[str, str]]]):
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlx")
+        self._worker: MLXThread | None = MLXThread.take()
+        _OPEN.add(self)
         self._stop = threading.Event()
         self._lock = threading.Lock()  # one race at a time on the shared target
-        self.target, self.heads, self.info = self.call(loader)
+        try:
+            self.target, self.heads, self.info = self.call(loader)
+        except BaseException:
+            self.close()
+            raise
 
     def call(self, fn: Callable, *args: Any) -> Any:
         """Run fn on the MLX thread and wait for it (exceptions are re-raised here)."""
-        return self._pool.submit(fn, *args).result()
+        return self._submit(fn, *args).result()
+
+    def _submit(self, fn: Callable, *args: Any) -> Future:
+        if self._worker is None:
+            raise SpecError("this arena was closed")
+        return self._worker.submit(fn, *args)
 
     def stop(self) -> None:
         self._stop.set()
@@ -281,7 +330,7 @@ class Arena:
                 finally:
                     events.put(done)
 
-            fut: Future = self._pool.submit(work)
+            fut = self._submit(work)
             try:
                 while (ev := events.get()) is not done:
                     if isinstance(ev, BaseException):
@@ -292,8 +341,23 @@ class Arena:
                 fut.result()
 
     def close(self) -> None:
+        """Stop a race in progress, wait for the MLX thread to be idle, and hand it back to the pool."""
         self._stop.set()
-        self._pool.shutdown(wait=True)
+        if self._worker is not None:
+            worker, self._worker = self._worker, None
+            worker.submit(lambda: None).result()
+            worker.release()
+
+
+_OPEN: "weakref.WeakSet[Arena]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_arenas() -> None:
+    """At exit, stop the races scripts left running (an abandoned generator): a daemon thread caught
+    inside MLX while the interpreter shuts down would abort the process."""
+    for arena in list(_OPEN):
+        arena.close()
 
 
 def load_preset_arena(preset: str = "pocket", target: str | None = None, dspark: str | None = None,

@@ -221,3 +221,34 @@ def test_replay_shows_each_round_when_its_own_engine_reached_it(arena):
         assert "".join(ev.round.text for ev in out if ev.kind == "round" and ev.engine == name) == res.text
     with pytest.raises(SpecError, match="nothing to replay"):
         list(replay(events[:2]))
+
+
+SCRIPT = """
+import sys
+from spec.race import RaceSettings, load_preset_arena
+tiny = sys.argv[1]
+a = load_preset_arena("pocket", tiny + "/qwen3", tiny + "/dspark-qwen3", tiny + "/dflash-qwen3")
+print(list(a.race("hi", RaceSettings(max_new_tokens=6)))[-1].verdicts, flush=True)
+a.close()
+b = load_preset_arena("pocket", tiny + "/qwen3", tiny + "/dspark-qwen3", tiny + "/dflash-qwen3")
+race = b.race("hello", RaceSettings(max_new_tokens=200))
+next(race), next(race)  # a race left running when the script ends
+"""
+
+
+def test_scripts_and_the_race_command_exit_cleanly(tiny_dir):
+    """MLX's per-thread state must not outlive the interpreter: these exited with 134 ("terminate
+    called without an active exception") after printing their results."""
+    import subprocess
+    import sys
+
+    for _ in range(2):  # it struck at random when a closed arena's thread ended during shutdown
+        run = subprocess.run([sys.executable, "-c", SCRIPT, str(tiny_dir)], capture_output=True, text=True,
+                             timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert "identical to greedy" in run.stdout
+    run = subprocess.run([sys.executable, "-m", "spec", "race", "--prompt", "hi", "--max-new-tokens", "6",
+                          "--target", str(tiny_dir / "qwen3"), "--dspark", str(tiny_dir / "dspark-qwen3"),
+                          "--dflash", str(tiny_dir / "dflash-qwen3")], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "identical to greedy" in run.stdout
