@@ -52,11 +52,19 @@ def expected_tokens(rates: list[float], k: int) -> float:
     return total
 
 
-def choose(costs: Costs, rates: list[float], max_k: int) -> int:
-    """The draft length (0 = a plain target step) with the most expected tokens per millisecond."""
-    best, best_rate = 0, 1.0 / costs.verify[0]
+def round_ms(costs: Costs, k: int, overhead: tuple[float, float] = (0.0, 0.0)) -> float:
+    """What a round verifying k drafts costs: the calibrated forward and drafting, plus the loop's own
+    overhead as measured so far (overhead[0] for plain steps, overhead[1] for drafting rounds)."""
+    return costs.verify[k] + costs.draft[k] + overhead[k > 0]
+
+
+def choose(costs: Costs, rates: list[float], max_k: int, overhead: tuple[float, float] = (0.0, 0.0),
+           parking: bool = True) -> int:
+    """The draft length (0 = a plain target step, unless parking is off) with the most expected tokens
+    per millisecond."""
+    best, best_rate = 0, 1.0 / round_ms(costs, 0, overhead) if parking else 0.0
     for k in range(1, min(max_k, costs.max_k) + 1):
-        rate = expected_tokens(rates, k) / (costs.verify[k] + costs.draft[k])
+        rate = expected_tokens(rates, k) / round_ms(costs, k, overhead)
         if rate > best_rate:
             best, best_rate = k, rate
     return best
@@ -82,28 +90,44 @@ class Acceptance:
 
 
 class AutoDraft:
-    """One generation's chooser: the measured costs, its own acceptance, parking and probing."""
+    """One generation's chooser: the measured costs, its own acceptance and round overheads, parking and
+    probing.
 
-    def __init__(self, costs: Costs, max_k: int, probe_every: int = 8):
+    The calibration times bare forwards; a round in the loop costs more (graph building, the host sync,
+    the drafter taking in the target's taps), and a parked round is pipelined like plain decoding, which
+    a bare forward is not. So each round's measured time corrects the model: the mean of (measured -
+    calibrated) over the rounds seen, one figure for parked rounds and one for drafting rounds, starting
+    from 0 with the weight of `strength` rounds."""
+
+    def __init__(self, costs: Costs, max_k: int, probe_every: int = 8, strength: float = 4.0):
         self.costs, self.max_k, self.probe_every = costs, min(max_k, costs.max_k), probe_every
         self.acceptance = Acceptance(costs.prior[: self.max_k])
         self.parked = 0
         self.chosen: list[int] = []
+        self.excess = [0.0, 0.0]  # summed (measured - calibrated) ms: parked rounds, drafting rounds
+        self.timed = [strength, strength]
+
+    @property
+    def overhead(self) -> tuple[float, float]:
+        return self.excess[0] / self.timed[0], self.excess[1] / self.timed[1]
 
     def next(self) -> int:
-        k = choose(self.costs, self.acceptance.rates(), self.max_k)
+        rates, overhead = self.acceptance.rates(), self.overhead
+        k = choose(self.costs, rates, self.max_k, overhead)
         if k == 0:
             self.parked += 1
             if self.parked % self.probe_every == 0:  # probe: the best positive length once
-                rates = self.acceptance.rates()
-                k = max(range(1, self.max_k + 1), key=lambda j: expected_tokens(rates, j) /
-                        (self.costs.verify[j] + self.costs.draft[j]))
+                k = choose(self.costs, rates, self.max_k, overhead, parking=False)
         self.chosen.append(k)
         return k
 
-    def observe(self, drafted: int, accepted: int) -> None:
+    def observe(self, drafted: int, accepted: int, ms: float | None = None) -> None:
+        """A round verified `drafted` drafts, `accepted` of them survived, and it took `ms` (if timed)."""
         if drafted:
             self.acceptance.observe(drafted, accepted)
+        if ms is not None:
+            self.excess[drafted > 0] += ms - round_ms(self.costs, drafted)
+            self.timed[drafted > 0] += 1
 
 
 # -- calibration ------------------------------------------------------------------------------------

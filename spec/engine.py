@@ -8,6 +8,7 @@ tapped hidden rows of what was committed. One host sync per round.
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from dataclasses import dataclass, field
@@ -94,6 +95,68 @@ class GenResult:
         }
 
 
+class Prefill:
+    """The prompt through the target in chunks, each evaluated before the next: a caller can report
+    progress and stop between chunks of a long prompt, and several engines can share one prefill (a
+    race runs the prompt once, with every engine's taps, and hands each a copy of the cache). Every
+    generation prefills this way, alone or shared, so the numbers are the same either way."""
+
+    def __init__(self, target: Target, ids: Sequence[int], taps: Sequence[int] = (), chunk: int | None = None):
+        self.target, self.ids, self.taps = target, list(ids), tuple(taps)
+        self.chunk = chunk or target.prefill_chunk
+        self.cache = target.make_cache()
+        self.done_tokens = 0
+        self.logits: mx.array | None = None  # the last row's, once done
+        self.rows: list[mx.array] = []  # tapped hidden rows, chunk by chunk
+        self.seconds = 0.0
+
+    @property
+    def done(self) -> bool:
+        return self.done_tokens >= len(self.ids)
+
+    def step(self) -> int:
+        """Run the next chunk and wait for it; returns the prompt tokens done so far."""
+        tic = time.perf_counter()
+        end = min(len(self.ids), self.done_tokens + self.chunk)
+        logits, taps = self.target(mx.array([self.ids[self.done_tokens : end]]), self.cache, self.taps,
+                                   last_only=True)
+        if taps is not None:
+            self.rows.append(taps)
+        mx.eval(logits, *([taps] if taps is not None else []))
+        self.done_tokens, self.logits = end, logits
+        self.seconds += time.perf_counter() - tic
+        return end
+
+    def run(self) -> "Prefill":
+        while not self.done:
+            self.step()
+        return self
+
+    def taps_of(self, layers: Sequence[int]) -> mx.array | None:
+        """The rows of the prompt at `layers` (a subset of the taps this prefill ran with), in that order."""
+        if not layers:
+            return None
+        rows = self.rows[0] if len(self.rows) == 1 else mx.concatenate(self.rows, axis=1)
+        if tuple(layers) == self.taps:
+            return rows
+        h = rows.shape[-1] // len(self.taps)
+        return mx.concatenate([rows[..., self.taps.index(i) * h : (self.taps.index(i) + 1) * h] for i in layers],
+                              axis=-1)
+
+
+def copy_cache(cache: list) -> list:
+    """A cache with its own arrays: an mx.array written in place (cache updates) changes for every
+    holder, so engines that share a prefill each get copies."""
+    out = []
+    for c in cache:
+        d = copy.copy(c)
+        for k, v in vars(c).items():
+            if isinstance(v, mx.array):
+                setattr(d, k, mx.array(v))
+        out.append(d)
+    return out
+
+
 class Engine:
     """A target + optional drafter + settings. Stateless between generations: each has its own caches."""
 
@@ -163,8 +226,10 @@ class Generation:
         self.draft_cache = d.make_cache() if d is not None else None
         self.policy = (None if self.engine.costs is None
                        else autodraft.AutoDraft(self.engine.costs, self.engine.max_draft))
-        self.pending: mx.array | None = None  # target taps of committed tokens the drafter has not seen
-        self.queued: mx.array | None = None  # plain decoding: the next token, already dispatched
+        self.pending: list[mx.array] = []  # target taps of committed tokens the drafter has not seen
+        self.queued: mx.array | None = None  # plain steps: the next token, already dispatched
+        self.next_k: int | None = None  # the next round's draft length, when decided ahead
+        self.shared: Prefill | None = None  # a prefill run for several engines (see share())
         self.in_flight = False  # work this generation dispatched and nobody has waited for yet
         self.key = mx.random.key(self.engine.sampling.seed)
         self.accept_lengths: list[int] = []
@@ -173,6 +238,14 @@ class Generation:
         self.prefill_seconds = self.decode_seconds = self.draft_seconds = 0.0
         self.finish_reason = ""
         self.detok = streaming_detokenizer(t.tokenizer)
+
+    def share(self, prefill: Prefill) -> None:
+        """Start from a prefill of this prompt run once for several engines, with (at least) this
+        engine's taps: the first round copies its cache and taps instead of running the prompt again.
+        Its time still counts in this generation's prefill: alone, this engine would have spent it."""
+        if prefill.ids != self.prompt_ids or not set(self.engine.taps) <= set(prefill.taps) or not prefill.done:
+            raise SpecError("a shared prefill must be finished, of the same prompt, with this engine's taps")
+        self.shared = prefill
 
     def __iter__(self) -> Iterator[Round]:
         while (r := self.step()) is not None:
@@ -198,10 +271,8 @@ class Generation:
         return a, b
 
     def _taps_to_keep(self, taps: mx.array | None, rows: int) -> None:
-        if taps is None:
-            return
-        kept = taps[:, :rows]
-        self.pending = kept if self.pending is None else mx.concatenate([self.pending, kept], axis=1)
+        if taps is not None:
+            self.pending.append(taps[:, :rows])
 
     def _room(self) -> int:
         """How many more tokens this generation may commit (length and context limits)."""
@@ -209,69 +280,98 @@ class Generation:
         pos = len(self.prompt_ids) + len(self.ids)  # position after the anchor
         return min(self.max_new_tokens - len(self.ids), t.max_context - pos + 1)
 
+    def _draft_length(self) -> int:
+        """Drafts to verify this round (0 = a plain target step): decided ahead when a plain step
+        dispatched this round's forward already."""
+        k, self.next_k = self.next_k, None
+        if k is None:
+            k = self.policy.next() if self.policy else self.engine.max_draft
+        return min(k, self._room() - 1)
+
+    def _pipeline(self) -> bool:
+        """Whether the next round is a plain step too (then its forward can be dispatched now)."""
+        if self._room() <= 1:
+            return False
+        if self.policy is not None:
+            self.next_k = self.policy.next()
+            return self.next_k == 0
+        return self.engine.max_draft == 0
+
     def _plain_forward(self, token: mx.array) -> mx.array:
-        """Dispatch one target step on `token` [1] without waiting; returns the next token [1] (lazy)."""
+        """Dispatch one target step on `token` [1] without waiting; returns the next token [1] (lazy).
+        A drafter's taps of `token` are kept for its next draft."""
         _, key = self._keys()
-        logits, _ = self.engine.target(token[None], self.cache)
+        logits, taps = self.engine.target(token[None], self.cache, self.engine.taps)
         _, nxt = accept(mx.array([], dtype=mx.uint32), None, logits[0], self.engine.sampling, key)
-        mx.async_eval(nxt)
+        self._taps_to_keep(taps, 1)
+        mx.async_eval(nxt, *self.pending)
         return nxt[:1]
 
     def step(self) -> Round | None:
-        """One round. The plain decoder leaves its next step in flight (pipelining, as mlx-lm does);
-        call settle() before another generation uses the device."""
+        """One round. A plain step leaves the next one in flight when the next round is plain too
+        (pipelining, as mlx-lm does); call settle() before another generation uses the device."""
         if self.done:
             return None
         eng, t = self.engine, self.engine.target
-        if eng.drafter is None and self.ids:
+        if self.ids and (k := self._draft_length()) == 0:
             return self._plain_step()
         k_draft, k_verify = self._keys()
         tic = time.perf_counter()
+        shared = 0.0
         if not self.ids:  # prefill: the whole prompt, then the first token from its last row
-            logits, taps = t(mx.array([self.prompt_ids]), self.cache, eng.taps, last_only=True)
+            if self.shared is not None:
+                pre, shared = self.shared, self.shared.seconds
+                self.cache = copy_cache(pre.cache)
+            else:
+                pre = Prefill(t, self.prompt_ids, eng.taps, chunk=None)
+                pre.cache = self.cache
+                pre.run()
+            logits, taps = pre.logits, pre.taps_of(eng.taps)
             n, committed = accept(mx.array([], dtype=mx.uint32), None, logits[0], eng.sampling, k_verify)
-            if eng.drafter is None and self._room() > 1:
-                self.queued = self._plain_forward(committed[:1])
-            mx.eval(committed, taps) if taps is not None else mx.eval(committed)
-            tokens, accepted, drafted = [int(committed[0].item())], 0, 0
             self._taps_to_keep(taps, len(self.prompt_ids))
+            if self._pipeline():
+                self.queued = self._plain_forward(committed[:1])
+            mx.eval(committed, *([taps] if taps is not None else []))
+            tokens, accepted, drafted = [int(committed[0].item())], 0, 0
         else:
             anchor = self.ids[-1]
-            k = min(self.policy.next() if self.policy else eng.max_draft, self._room() - 1)
-            draft, q = mx.array([], dtype=mx.uint32), None
-            if k > 0:
-                draft, q = eng.drafter.propose(self.draft_cache, self.pending, anchor, k, eng.sampling, k_draft,
-                                               eng.confidence_threshold)
-                self.pending = None
-                if eng.profile:
-                    mx.eval(draft, *([q] if q is not None else []), *[c.state for c in self.draft_cache])
-                    self.draft_seconds += time.perf_counter() - tic
+            new_taps = None if not self.pending else mx.concatenate(self.pending, axis=1)
+            self.pending = []
+            draft, q = eng.drafter.propose(self.draft_cache, new_taps, anchor, k, eng.sampling, k_draft,
+                                           eng.confidence_threshold)
+            if eng.profile:
+                mx.eval(draft, *([q] if q is not None else []), *[c.state for c in self.draft_cache])
+                self.draft_seconds += time.perf_counter() - tic
             logits, taps = t(mx.concatenate([mx.array([anchor], dtype=draft.dtype), draft])[None], self.cache, eng.taps)
             n, committed = accept(draft, q, logits[0], eng.sampling, k_verify)
             mx.eval(n, committed, *([taps] if taps is not None else []))
             drafted = draft.shape[0]
             accepted = int(n.item())
-            if self.policy:
-                self.policy.observe(drafted, accepted)
             tokens = committed[: accepted + 1].tolist()
             t.trim(self.cache, drafted - accepted)
             self._taps_to_keep(taps, accepted + 1)
             self.accept_lengths.append(accepted + 1)
             self.drafted.append(drafted)
+        seconds = time.perf_counter() - tic + shared
+        if self.policy and self.ids:
+            self.policy.observe(drafted, accepted, 1000 * seconds)
         self.in_flight = self.queued is not None
-        return self._commit(tokens, accepted, drafted, time.perf_counter() - tic)
+        return self._commit(tokens, accepted, drafted, seconds)
 
     def _plain_step(self) -> Round:
-        """Plain decoding, pipelined as mlx-lm does it: the step after this one is dispatched before
-        this one's token is read, so building its graph overlaps the compute."""
+        """Plain decoding, pipelined as mlx-lm does it: when the next round is plain too, its step is
+        dispatched before this one's token is read, so building its graph overlaps the compute."""
         tic = time.perf_counter()
         token = self.queued if self.queued is not None else self._plain_forward(mx.array([self.ids[-1]]))
-        self.queued = self._plain_forward(token) if self._room() > 1 else None
+        self.queued = self._plain_forward(token) if self._pipeline() else None
         tokens = [int(token.item())]
         self.accept_lengths.append(1)
         self.drafted.append(0)
         self.in_flight = self.queued is not None
-        return self._commit(tokens, 0, 0, time.perf_counter() - tic)
+        seconds = time.perf_counter() - tic
+        if self.policy:
+            self.policy.observe(0, 0, 1000 * seconds)
+        return self._commit(tokens, 0, 0, seconds)
 
     def settle(self) -> float:
         """Wait for the work this generation left in flight (the plain decoder's dispatched next step),

@@ -25,7 +25,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from .engine import Engine, GenResult, Round
+from .engine import Engine, GenResult, Prefill, Round
 from .target import SpecError, Target
 from .verify import Sampling
 
@@ -90,7 +90,7 @@ class Meter:
 
 @dataclass
 class RaceEvent:
-    kind: str  # "start" | "round" | "done" | "finish"
+    kind: str  # "start" | "prefill" | "round" | "done" | "finish"
     engine: str = ""
     round: Round | None = None
     meter: Meter | None = None
@@ -100,31 +100,53 @@ class RaceEvent:
     lane_clock: float = 0.0  # a round's end on its own lane's clock (its meter's, hand-over waits included)
     results: dict[str, GenResult] = field(default_factory=dict)
     verdicts: dict[str, str] = field(default_factory=dict)
+    prefilled: int = 0  # "prefill": prompt tokens through the target so far
+    prompt_tokens: int = 0
 
 
 def verdict(result: GenResult, baseline: GenResult | None, settings: RaceSettings) -> str:
-    """Lossless check against the greedy baseline (T = 0), or why outputs may differ (T > 0)."""
-    if settings.temperature > 0:
-        return ("differs by design: at T > 0 each run is an independent exact sample from the target, "
-                "so texts match greedy only by chance")
+    """The text checked against the plain lane's, token by token (up to where the first of the two
+    stopped). At T = 0 that is the lossless check against greedy; at T > 0 both are exact samples of
+    the target's distribution (by construction), so a difference says they are different draws."""
+    sampled = settings.temperature > 0
     if baseline is None:
-        return "not checked (baseline off)"
+        return ("exact in distribution by construction (not compared: baseline off)" if sampled
+                else "not checked (baseline off)")
+    other = "plain sampling" if sampled else "greedy"
     a, b = result.token_ids, baseline.token_ids
-    if result.finish_reason == "stopped" or baseline.finish_reason == "stopped":
+    stopped = result.finish_reason == "stopped" or baseline.finish_reason == "stopped"
+    if stopped:
         n = min(len(a), len(b))
         a, b = a[:n], b[:n]
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return f"DIFFERS from greedy at token {i}"
-    if len(a) != len(b):
-        return f"DIFFERS from greedy in length ({len(a)} vs {len(b)} tokens)"
-    return "identical to greedy"
+        if n == 0:
+            return "not checked: stopped before the first token"
+    where = next((f"at token {i}" for i, (x, y) in enumerate(zip(a, b)) if x != y),
+                 f"in length ({len(a)} vs {len(b)} tokens)" if len(a) != len(b) else None)
+    if where is None:
+        return f"identical to {other}" + (f" over the first {len(a)} tokens" if stopped else "")
+    return f"differs from {other} {where}: another exact sample" if sampled else f"DIFFERS from {other} {where}"
+
+
+def shared_prefill(target: Target, engines: dict[str, Engine], ids: list[int], stop: threading.Event | None,
+                   t0: float) -> Iterator[RaceEvent]:
+    """The prompt through the target ONCE for every engine, with all their taps, chunk by chunk: a
+    "prefill" event per chunk (the race clock is the prefill's time: every lane would have spent it
+    alone), Stop honoured between chunks. Returns the Prefill (None when stopped)."""
+    pre = Prefill(target, ids, sorted({t for e in engines.values() for t in e.taps}))
+    while not pre.done:
+        if stop is not None and stop.is_set():
+            return None
+        pre.step()
+        yield RaceEvent("prefill", wall=time.perf_counter() - t0, clock=pre.seconds, prefilled=pre.done_tokens,
+                        prompt_tokens=len(ids))
+    return pre
 
 
 def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], settings: RaceSettings,
-             stop: threading.Event | None = None) -> Iterator[RaceEvent]:
-    """Step the engine with the least busy time, one round at a time, until all are done (or stop is
-    set). Runs on the caller's thread."""
+             stop: threading.Event | None = None, share_prefill: bool = True) -> Iterator[RaceEvent]:
+    """One prefill shared by all engines, then step the engine with the least busy time, one round at
+    a time, until all are done (or stop is set). Runs on the caller's thread. share_prefill=False: each
+    engine prefills on its own (the bench measures what sharing saves)."""
     s = settings.sampling
     engines: dict[str, Engine] = {}
     if "dspark" in heads:
@@ -140,8 +162,13 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     gens = {name: e.start(ids, settings.max_new_tokens) for name, e in engines.items()}  # validates first
     meters = {name: Meter() for name in gens}
     t0 = time.perf_counter()
-    yield RaceEvent("start")
+    yield RaceEvent("start", prompt_tokens=len(ids))
     live, last = list(gens), None
+    if share_prefill:
+        pre = yield from shared_prefill(target, engines, ids, stop, t0)
+        for g in gens.values():
+            if pre is not None:
+                g.share(pre)
     while live:
         if stop is not None and stop.is_set():
             for g in gens.values():

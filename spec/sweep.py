@@ -73,13 +73,19 @@ def summarise(runs: Any, base: str = "greedy (ours)") -> Any:
 
 
 def cell_verdict(verdicts: list[str]) -> str:
-    """One cell's verdicts: every race identical to greedy, how many differ, or sampled by design."""
+    """One cell's verdicts: every race identical to the plain lane, how many differ at T = 0, how many
+    sampled races came out identical (T > 0), or not checked."""
     if all(v == "baseline" for v in verdicts):
         return "baseline"
     if all(v.startswith("identical") for v in verdicts):
         return "identical"
     differ = sum(v.startswith("DIFFERS") for v in verdicts)
-    return f"DIFFERS in {differ} of {len(verdicts)}" if differ else "sampled (exact in distribution)"
+    if differ:
+        return f"DIFFERS in {differ} of {len(verdicts)}"
+    if any(v.startswith("differs") or "exact in distribution" in v for v in verdicts):
+        same = sum(v.startswith("identical") for v in verdicts)
+        return f"sampled: {same} of {len(verdicts)} identical (exact in distribution)"
+    return "not checked"
 
 
 def grid(table: Any) -> Any:

@@ -243,6 +243,9 @@ class WindowKVCache:
         return 0 if self.keys is None else self.keys.nbytes + self.values.nbytes
 
 
+PREFILL_CHUNK_CPU, PREFILL_CHUNK_GPU = 64, 512
+
+
 @dataclass
 class Target:
     """A loaded mlx-lm model plus what drafters need to read from it."""
@@ -272,6 +275,9 @@ class Target:
         self.softcap = getattr(self.outer, "final_logit_softcapping", None) if self.is_gemma4 else None
         eos = getattr(self.tokenizer, "eos_token_ids", None) or {getattr(self.tokenizer, "eos_token_id", None)}
         self.eos_ids = {int(e) for e in eos if e is not None}
+        # prompt tokens per prefill chunk: short enough on a CPU that Stop and progress answer within
+        # about a second on long prompts, long enough on a GPU to keep it busy
+        self.prefill_chunk = PREFILL_CHUNK_GPU if mx.default_device().type == mx.gpu else PREFILL_CHUNK_CPU
 
     @classmethod
     def of(cls, model_or_target: "Target | nn.Module") -> "Target":

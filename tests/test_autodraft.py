@@ -1,6 +1,7 @@
 """The draft-length chooser: known answers on synthetic costs and acceptance, learning, parking and
 probing, the on-disk cache of measured costs, and losslessness with lengths that change every round."""
 
+import mlx.core as mx
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -49,6 +50,39 @@ def test_a_parked_generation_probes_and_comes_back_when_the_head_pays():
     for _ in range(12):
         auto.observe(drafted=2, accepted=2)  # the probes find a head that now pays
     assert auto.next() == 2
+
+
+def test_measured_round_times_correct_the_calibrated_costs():
+    costs = Costs(verify=[10.0, 12.0], draft=[0.0, 1.0], prior=[0.5])
+    auto = AutoDraft(costs, max_k=1, strength=2.0)
+    assert auto.next() == 1  # 1.5 tokens / 13 ms beats 1 / 10 ms on paper
+    for _ in range(6):
+        auto.observe(drafted=1, accepted=0, ms=13.0)  # the head never lands, and the model's cost holds
+    assert auto.next() == 0 and auto.overhead == (0.0, 0.0)
+    auto = AutoDraft(Costs(verify=[10.0, 12.0], draft=[0.0, 1.0], prior=[0.9]), max_k=1, strength=2.0)
+    assert auto.next() == 1  # 1.9 / 13 beats 1 / 10
+    for _ in range(6):
+        auto.observe(drafted=1, accepted=1, ms=23.0)  # drafting rounds cost 10 ms more than calibrated
+        auto.observe(drafted=0, accepted=0, ms=8.0)  # parked rounds pipeline: 2 ms less
+    assert auto.overhead == pytest.approx((-12 / 8, 60 / 8))
+    assert auto.next() == 0  # 1.9 / 20.5 < 1 / 8.5: the measured loop says park
+
+
+def test_parked_steps_pipeline_and_keep_every_tap_for_the_drafter(tiny_dir, qwen3, monkeypatch):
+    """Parked rounds run as pipelined plain decoding (the next step in flight), and the taps of the
+    tokens they commit all reach the drafter when it drafts again."""
+    monkeypatch.setattr(autodraft, "cached_costs", lambda target, head: Costs([1.0, 5.0], [0.0, 1.0], [0.0]))
+    head = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
+    prompt = [9, 8, 7, 6, 5]
+    gen = Engine(qwen3, head, max_draft="auto").start(prompt, 12)
+    flight = [(gen.step(), gen.in_flight)[1] for _ in range(6)]  # prefill + 5 parked rounds (probe at 8)
+    assert gen.drafted == [0] * 5 and all(flight)
+    seen = prompt + gen.ids  # the last token's step is in flight: its taps are kept already
+    _, want = qwen3(mx.array([seen]), qwen3.make_cache(), head.config.target_layer_ids)
+    np.testing.assert_allclose(np.array(mx.concatenate(gen.pending, axis=1)), np.array(want), atol=1e-4)
+    rest = list(gen)
+    assert any(r.drafted for r in rest)  # the probe drafted from those taps
+    assert gen.result.token_ids == Engine(qwen3).generate(prompt, 12).token_ids
 
 
 def test_costs_are_measured_once_and_cached(tiny_dir, qwen3, tmp_path, monkeypatch):

@@ -90,9 +90,14 @@ def test_errors_reach_the_caller_and_the_arena_keeps_serving(arena):
     assert list(arena.race("hi", RaceSettings(max_new_tokens=4)))[-1].kind == "finish"
 
 
-def test_sampled_race_explains_why_texts_differ(arena):
+def test_sampled_race_verdicts_are_computed(arena):
     end = list(arena.race("hi", RaceSettings(max_new_tokens=8, temperature=0.8, seed=1)))[-1]
-    assert all("by design" in v for v in end.verdicts.values())
+    for name, v in end.verdicts.items():
+        same = end.results[name].token_ids == end.results["greedy"].token_ids
+        assert v == "identical to plain sampling" if same else v.startswith("differs from plain sampling at token")
+    # a top-p so small that sampling is greedy: every lane draws the same text, and the verdict says so
+    end = list(arena.race("hi", RaceSettings(max_new_tokens=8, temperature=1.5, top_p=0.01, seed=1)))[-1]
+    assert set(end.verdicts.values()) == {"identical to plain sampling"}
 
 
 def test_verdict_names_the_first_difference():
@@ -101,10 +106,16 @@ def test_verdict_names_the_first_difference():
     def res(ids, reason="length"):
         return GenResult("", ids, [1], [0], 1, 1, 0.0, 0.0, reason)
 
-    s = RaceSettings()
+    s, hot = RaceSettings(), RaceSettings(temperature=1.0)
     assert verdict(res([1, 2, 3]), res([1, 2, 3]), s) == "identical to greedy"
     assert verdict(res([1, 5, 3]), res([1, 2, 3]), s) == "DIFFERS from greedy at token 1"
+    assert verdict(res([1, 2]), res([1, 2, 3]), s) == "DIFFERS from greedy in length (2 vs 3 tokens)"
     assert verdict(res([1, 2]), None, s).startswith("not checked")
+    assert verdict(res([1, 2], "stopped"), res([1, 2, 3]), s) == "identical to greedy over the first 2 tokens"
+    assert verdict(res([], "stopped"), res([], "stopped"), s) == "not checked: stopped before the first token"
+    assert verdict(res([1, 5]), res([1, 2]), hot) == "differs from plain sampling at token 1: another exact sample"
+    assert verdict(res([1, 2]), res([1, 2]), hot) == "identical to plain sampling"
+    assert verdict(res([1, 2]), None, hot).startswith("exact in distribution by construction")
 
 
 # -- one clock --------------------------------------------------------------------------------------
@@ -252,3 +263,42 @@ def test_scripts_and_the_race_command_exit_cleanly(tiny_dir):
                           "--dflash", str(tiny_dir / "dflash-qwen3")], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "identical to greedy" in run.stdout
+
+
+# -- the prompt's prefill ---------------------------------------------------------------------------
+
+def test_the_prompt_is_prefilled_once_for_all_lanes_in_chunks(arena, tiny_dir, monkeypatch):
+    """One forward over the prompt (chunk by chunk, a progress event each) instead of one per engine,
+    and every lane writes what its engine writes alone."""
+    from spec.target import Target
+
+    prompt = [(7 * i) % 250 + 4 for i in range(150)]  # 3 chunks of 64
+    rows, real = [], Target.__call__
+    monkeypatch.setattr(Target, "__call__", lambda self, ids, *a, **k: rows.append(ids.shape[1]) or real(self, ids, *a, **k))
+    evs = final(arena.race(prompt, RaceSettings(max_new_tokens=12)))
+    prefill = [e for e in evs if e.kind == "prefill"]
+    assert [e.prefilled for e in prefill] == [64, 128, 150] and all(e.prompt_tokens == 150 for e in prefill)
+    assert sum(r for r in rows if r > 16) == 150  # the prompt went through the target once (verifies are <= 9 rows)
+    assert [e.clock for e in prefill] == sorted(e.clock for e in prefill) and prefill[-1].clock > 0
+    end = evs[-1]
+    monkeypatch.setattr(Target, "__call__", real)
+    t = arena.target
+    for name, head in (("dspark", arena.heads["dspark"]), ("dflash", arena.heads["dflash"]), ("greedy", None)):
+        alone = arena.call(lambda: Engine(t, head, max_draft="auto" if head else 0).generate(prompt, 12))
+        assert end.results[name].token_ids == alone.token_ids, name
+        assert end.results[name].prefill_seconds >= prefill[-1].clock  # each lane is billed the whole prefill
+
+
+def test_stop_during_the_prefill_ends_the_race_without_a_verdict_of_nothing(arena):
+    prompt = [(5 * i) % 250 + 4 for i in range(500)]  # 8 chunks
+    seen = []
+    for ev in arena.race(prompt, RaceSettings(max_new_tokens=8)):
+        seen.append(ev)
+        if ev.kind == "prefill" and ev.prefilled == 128:
+            arena.stop()
+    end = seen[-1]
+    done = [e.prefilled for e in seen if e.kind == "prefill"]
+    assert end.kind == "finish" and done[:2] == [64, 128] and len(done) <= 3  # the chunk in flight, then stop
+    assert all(r.finish_reason == "stopped" and not r.token_ids for r in end.results.values())
+    assert set(end.verdicts.values()) == {"not checked: stopped before the first token"}
+    assert final(arena.race("hi", RaceSettings(max_new_tokens=4)))[-1].verdicts["dflash"] == "identical to greedy"
