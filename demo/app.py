@@ -94,6 +94,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 if ev.kind == "finish":
                     stage.record(sid, recorded)
                 view.feed(ev)
+                view.stopping = arena.stopping
                 now = time.monotonic()
                 if ev.kind != "round" or now - last >= STREAM_EVERY:
                     last = now
@@ -119,7 +120,10 @@ def build_demo(stage: Stage) -> gr.Blocks:
         if not events:
             yield message("Nothing to replay yet: run a race to the end first.")
             return
-        view, last = View({n: Lane(n) for n in dict.fromkeys(e.engine for e in events if e.kind == "round")}), 0.0
+        sampled = events[0].temperature > 0
+        view = View({n: Lane(n, sampled) for n in dict.fromkeys(e.engine for e in events if e.kind == "round")},
+                    sampled=sampled)
+        last = 0.0
         view.replay = True
         for ev in replayed(events):
             view.feed(ev)
@@ -159,7 +163,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
 
         final = raced(prompt, max_new_tokens, temperature, top_p, top_k, seed, dspark_cap, dspark_threshold,
                       dflash_len, baseline, thinking)[-1]
-        table = results_table(final.results, final.verdicts)
+        table = results_table(final.results, final.verdicts, float(temperature) > 0)
         win = winner(final.results)
         return {"table": json.loads(table.to_json(orient="records")), "columns": list(table.columns),
                 "texts": {n: r.text for n, r in final.results.items()}, "verdicts": final.verdicts,
@@ -288,9 +292,10 @@ def build_demo(stage: Stage) -> gr.Blocks:
                     dflash_id = gr.Textbox(c.dflash or "", label="DFlash head", elem_id="dflash")
             with gr.Row():
                 max_new = gr.Slider(1, 2048, value=128, step=1, label="Max new tokens", elem_id="max-new")
-                temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)")
-                top_p = gr.Slider(0.05, 1, value=1, step=0.01, label="Top-p")
-                top_k = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)")
+                temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)",
+                                        elem_id="temperature")
+                top_p = gr.Slider(0.05, 1, value=1, step=0.01, label="Top-p", elem_id="top-p")
+                top_k = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)", elem_id="top-k")
                 seed = gr.Number(0, precision=0, label="Seed")
             with gr.Row():
                 cap_max, len_max = block_sizes(stage)

@@ -11,6 +11,12 @@ LANE_NOTES = {"dspark": "target + DSpark head", "dflash": "target + DFlash head"
               "greedy": "the target alone"}
 
 
+def lane_label(name: str, sampled: bool = False) -> str:
+    """A lane's name on the page: the third lane is the target decoding alone, greedy at T = 0 and
+    sampling at T > 0."""
+    return "Plain sampling" if name == "greedy" and sampled else LANES[name]
+
+
 def esc(s: Any) -> str:
     return html.escape(str(s), quote=True)
 
@@ -23,8 +29,9 @@ class Lane:
     """One engine's column: the text of each round, as pieces of accepted drafts ("acc") and of the
     target's own tokens ("own"), appended as the engine streams them."""
 
-    def __init__(self, name: str):
-        self.name = name
+    def __init__(self, name: str, sampled: bool = False):
+        self.name, self.sampled = name, sampled
+        self.progress = ""  # before the first token: how far the shared prefill has read the prompt
         self.spans: list[list[str]] = []  # [kind, text]
         self.text = ""
         self.meter: Any = None
@@ -65,7 +72,8 @@ def verdict_badge(v: str) -> str:
 def meters_html(name: str, lane: Lane | None, speedup: float | None, place: int | None = None) -> str:
     """The lane's card: accept length, decode tok/s and speedup (own busy time), tokens, and its engine
     seconds (the race clock it has reached; its finish time once done, with its place)."""
-    head = (f'<div class="lane-head"><span class="dot {name}"></span><span class="lane-name">{LANES[name]}</span>'
+    label = lane_label(name, lane is not None and lane.sampled)
+    head = (f'<div class="lane-head"><span class="dot {name}"></span><span class="lane-name">{label}</span>'
             f'<span class="lane-note">{LANE_NOTES[name]}</span></div>')
     if lane is None:
         why = "baseline off" if name == "greedy" else "no head loaded"
@@ -81,7 +89,7 @@ def meters_html(name: str, lane: Lane | None, speedup: float | None, place: int 
     ]
     body = "".join(f'<div class="m"><div class="v">{v}</div><div class="k">{k}</div></div>' for v, k in cells)
     badges = verdict_badge(lane.verdict) if name != "greedy" else (
-        '<span class="verdict base">reference</span>' if lane.done else "")
+        f'<span class="verdict base">{"its own sample" if lane.sampled else "reference"}</span>' if lane.done else "")
     if name != "greedy" and m is not None and m.drafted:
         k = m.drafted[-1]
         badges += (f'<span class="chosen" title="drafts verified in the last round">'
@@ -100,7 +108,8 @@ def text_html(name: str, lane: Lane | None, idle: bool = False) -> str:
     if lane is None:
         return '<div class="lane-text empty"></div>'
     if not lane.spans:
-        word = "Press Run race." if idle else "(no text)" if lane.done else "waiting for the first token…"
+        word = ("Press Run race." if idle else "(no text)" if lane.done
+                else f"reading the prompt… {lane.progress}" if lane.progress else "waiting for the first token…")
         return f'<div class="lane-text {name}"><span class="muted">{word}</span></div>'
     paint = name != "greedy"
     parts = [f'<span class="tok-{kind}">{html.escape(text, quote=False)}</span>' if paint

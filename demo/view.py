@@ -31,17 +31,27 @@ class View:
     table: Any = None
     verdicts: dict[str, str] = field(default_factory=dict)
     files: list[str] | None = None
+    sampled: bool = False  # T > 0: the third lane samples
+    prefilled: int = 0  # prompt tokens read by the shared prefill so far
+    prompt_tokens: int = 0
+    stopping: bool = False  # Stop pressed, the race not ended yet
 
     @classmethod
     def for_arena(cls, arena: Any, settings: Any) -> "View":
         names = [n for n in ("dspark", "dflash") if n in arena.heads] + (["greedy"] if settings.baseline else [])
-        return cls({n: Lane(n) for n in names})
+        sampled = settings.temperature > 0
+        return cls({n: Lane(n, sampled) for n in names}, sampled=sampled)
 
     def feed(self, ev: Any) -> None:
         self.wall = ev.wall or self.wall
         self.clock = ev.clock or self.clock
         if ev.kind == "start":
             self.state = "racing"
+            self.prompt_tokens = ev.prompt_tokens
+        elif ev.kind == "prefill":
+            self.prefilled, self.prompt_tokens = ev.prefilled, ev.prompt_tokens
+            for lane in self.lanes.values():
+                lane.progress = f"{ev.prefilled:,} of {ev.prompt_tokens:,} tokens"
         elif ev.kind == "round":
             lane = self.lanes[ev.engine]
             lane.add(ev.round)
@@ -61,7 +71,7 @@ class View:
                 self.lanes[name].verdict = v
             stopped = any(r.finish_reason == "stopped" for r in ev.results.values())
             self.state = "stopped" if stopped else "finished"
-            self.table = results_table(ev.results, ev.verdicts)
+            self.table = results_table(ev.results, ev.verdicts, self.sampled)
             self.winner = winner(ev.results)
 
     def speedup(self, name: str) -> float | None:

@@ -102,6 +102,7 @@ class RaceEvent:
     verdicts: dict[str, str] = field(default_factory=dict)
     prefilled: int = 0  # "prefill": prompt tokens through the target so far
     prompt_tokens: int = 0
+    temperature: float = 0.0  # "start": the race's (T > 0: the third lane samples)
 
 
 def verdict(result: GenResult, baseline: GenResult | None, settings: RaceSettings) -> str:
@@ -124,7 +125,7 @@ def verdict(result: GenResult, baseline: GenResult | None, settings: RaceSetting
                  f"in length ({len(a)} vs {len(b)} tokens)" if len(a) != len(b) else None)
     if where is None:
         return f"identical to {other}" + (f" over the first {len(a)} tokens" if stopped else "")
-    return f"differs from {other} {where}: another exact sample" if sampled else f"DIFFERS from {other} {where}"
+    return f"differs from {other} {where}" if sampled else f"DIFFERS from {other} {where}"
 
 
 def shared_prefill(target: Target, engines: dict[str, Engine], ids: list[int], stop: threading.Event | None,
@@ -162,7 +163,7 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     gens = {name: e.start(ids, settings.max_new_tokens) for name, e in engines.items()}  # validates first
     meters = {name: Meter() for name in gens}
     t0 = time.perf_counter()
-    yield RaceEvent("start", prompt_tokens=len(ids))
+    yield RaceEvent("start", prompt_tokens=len(ids), temperature=settings.temperature)
     live, last = list(gens), None
     if share_prefill:
         pre = yield from shared_prefill(target, engines, ids, stop, t0)
@@ -212,8 +213,9 @@ def replay(events: list[RaceEvent], speed: float = 1.0, sleep: Callable[[float],
     timeline = sorted(((ev.lane_clock, ev) for ev in rounds), key=lambda x: x[0])  # as the race metered them
     meters = {ev.engine: Meter() for ev in rounds}
     live = set(meters)
+    first = next((ev for ev in events if ev.kind == "start"), RaceEvent("start"))
     t0 = clock()
-    yield RaceEvent("start")
+    yield RaceEvent("start", prompt_tokens=first.prompt_tokens, temperature=first.temperature)
     for t, ev in timeline:
         wait = t / speed - (clock() - t0)
         if wait > 0:
@@ -257,8 +259,9 @@ def winner(results: dict[str, GenResult]) -> tuple[str, dict[str, float]] | None
     return best, ratios
 
 
-def results_table(results: dict[str, GenResult], verdicts: dict[str, str]) -> "Any":
-    """One row per engine (pandas): accept length, tok/s, speedup over the baseline, verdict."""
+def results_table(results: dict[str, GenResult], verdicts: dict[str, str], sampled: bool = False) -> "Any":
+    """One row per engine (pandas): accept length, tok/s, speedup over the baseline, verdict. sampled
+    (T > 0): the third lane is named for what it does, plain sampling."""
     import pandas as pd
 
     base = results.get("greedy")
@@ -266,12 +269,12 @@ def results_table(results: dict[str, GenResult], verdicts: dict[str, str]) -> "A
     for name in [n for n in ENGINES if n in results]:
         r = results[name]
         rows.append({
-            "engine": name, "tokens": len(r.token_ids), "rounds": r.rounds, "mean accept": round(r.mean_accept, 2),
+            "engine": "plain sampling" if sampled and name == "greedy" else name, "tokens": len(r.token_ids), "rounds": r.rounds, "mean accept": round(r.mean_accept, 2),
             "decode tok/s": round(r.decode_tokens_per_sec, 1), "end-to-end tok/s": round(r.tokens_per_sec, 1),
             "speedup": round(r.decode_tokens_per_sec / base.decode_tokens_per_sec, 2)
             if base and base.decode_tokens_per_sec > 0 else None,
             "prefill s": round(r.prefill_seconds, 3), "prompt tokens": r.prompt_tokens, "finish": r.finish_reason,
-            "lossless": verdicts.get(name, "baseline"),
+            "lossless": verdicts.get(name, "its own sample" if sampled else "baseline"),
         })
     return pd.DataFrame(rows)
 
@@ -341,6 +344,11 @@ class Arena:
 
     def stop(self) -> None:
         self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        """Stop was pressed and the race has not ended yet."""
+        return self._stop.is_set() and self._lock.locked()
 
     def race(self, prompt: str, settings: RaceSettings) -> Iterator[RaceEvent]:
         with self._lock:
@@ -457,7 +465,7 @@ def main(argv: list[str]) -> int:
                       f"{ev.meter.tok_s:.1f} tok/s, finished at {ev.meter.clock:.2f} s of engine time", file=sys.stderr)
             events.append(ev)
         final = events[-1]
-        table = results_table(final.results, final.verdicts)
+        table = results_table(final.results, final.verdicts, settings.temperature > 0)
         if a.json:
             print(table.to_json(orient="records"))
         else:
