@@ -450,6 +450,46 @@ def race_vs_solo(target: Any, heads: dict, prompts: list[dict], *, trials: int =
     return pd.DataFrame(rows)
 
 
+def prefill_work(target: Any, heads: dict, texts: list[str], prompt_tokens: int, trials: int = 2) -> "Any":
+    """A long prompt raced with its prefill shared (one pass for every lane) and per engine (each lane
+    reads the prompt itself, as races did before), interleaved per trial: prompt rows through the
+    target, and wall seconds until every lane has its first token."""
+    import pandas as pd
+
+    from .race import RaceSettings, run_race
+
+    ids = target.tokenizer.encode("\n\n".join(texts * (prompt_tokens // 20 + 1)))[:prompt_tokens]
+    prompt = target.decode(ids)
+    settings = RaceSettings(max_new_tokens=4)
+    cls, real, widths = type(target), type(target).__call__, []
+
+    def counted(self: Any, x: Any, *args: Any, **kw: Any) -> Any:
+        if kw.get("last_only"):  # a prefill chunk (verify forwards want every row's logits)
+            widths.append(x.shape[1])
+        return real(self, x, *args, **kw)
+
+    rows = []
+    cls.__call__ = counted
+    try:
+        for trial in range(trials):
+            for shared in (False, True):
+                widths.clear()
+                t0, first = time.perf_counter(), {}
+                for ev in run_race(target, heads, prompt, settings, share_prefill=shared):
+                    if ev.kind == "start":
+                        n = ev.prompt_tokens
+                    if ev.kind == "round" and ev.round.index == 0:
+                        first[ev.engine] = time.perf_counter() - t0
+                rows.append({"prefill": "shared (one pass)" if shared else "per engine (before)", "trial": trial,
+                             "lanes": len(first), "prompt tokens": n,
+                             "prompt rows through the target": sum(widths),
+                             "wall s to every lane's first token": max(first.values()),
+                             "race wall s": time.perf_counter() - t0})
+    finally:
+        cls.__call__ = real
+    return pd.DataFrame(rows)
+
+
 def race_table(runs: "Any") -> "Any":
     """engine x domain: median solo tok/s, median race tok/s, and race / solo."""
     g = runs.groupby(["engine", "domain"], sort=False)[["solo tok/s", "race tok/s"]].median().reset_index()
@@ -511,6 +551,25 @@ def run_race_vs_solo(a: argparse.Namespace) -> int:
     return 0
 
 
+def run_prefill(a: argparse.Namespace) -> int:
+    def work(arena: Any, prompts: list[dict]) -> Any:
+        return arena.call(lambda: prefill_work(arena.target, arena.heads, [p["prompt"] for p in prompts], a.prefill,
+                                               a.trials))
+
+    prompts, runs = on_arena(a, work)
+    table = runs.groupby("prefill", sort=False).median(numeric_only=True).drop(columns="trial").round(2)
+    counts = ["lanes", "prompt tokens", "prompt rows through the target"]
+    table[counts] = table[counts].astype(int)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    header = header_of(a, f"prefill work per race, a {a.prefill}-token prompt, {a.trials} trials, interleaved "
+                          "(medians)")
+    (out / "prefill.md").write_text(header + "\n\n" + to_markdown(table.reset_index()) + "\n")
+    runs.to_csv(out / "prefill_runs.csv", index=False)
+    print((out / "prefill.md").read_text())
+    return 0
+
+
 def run_head_to_head(a: argparse.Namespace) -> int:
     prompts, runs = on_arena(a, lambda arena, prompts: arena.call(lambda: head_to_head(
         arena.target, arena.heads, prompts, trials=a.trials, max_new_tokens=a.max_new_tokens,
@@ -551,6 +610,8 @@ def main(argv: list[str]) -> int:
                    help="instead: the app's domain sweep (one race per prompt: DSpark, DFlash, greedy)")
     h.add_argument("--race-vs-solo", action="store_true",
                    help="instead: each engine's decode tok/s alone and inside a race, same prompts, interleaved")
+    h.add_argument("--prefill", type=int, default=0, metavar="TOKENS",
+                   help="instead: a race on a TOKENS-long prompt with the prefill shared vs one per engine")
     args = p.parse_args(argv)
     if args.runs < 1 or args.greedy_tokens < 2 or args.context < 1 or args.rounds < 1:
         p.error("--runs and --rounds must be >= 1, --greedy-tokens >= 2, --context >= 1")
@@ -568,6 +629,8 @@ def main(argv: list[str]) -> int:
         return run_curve(args.model, args.runs, args.greedy_tokens, args.context, threads, args.rounds)
     if args.sweep:
         return run_sweep(args)
+    if args.prefill:
+        return run_prefill(args)
     return run_race_vs_solo(args) if args.race_vs_solo else run_head_to_head(args)
 
 

@@ -97,3 +97,18 @@ def test_sweep_smoke_and_its_table_equals_the_races(tiny_dir, tmp_path, qwen3):
     assert cell["tok/s"] == pytest.approx(dspark["tok_s"].median())
     assert grid(last.table).columns.tolist() == ["method", "code"]
     assert grid(last.table).iloc[0]["code"].endswith("x ✓")
+
+
+def test_prefill_work_counts_one_pass_shared_and_one_per_engine_before(tiny_dir, tmp_path):
+    out = tmp_path / "prefill"
+    p = subprocess.run([sys.executable, "-m", "spec", "bench", "--prefill", "200", "--target", str(tiny_dir / "qwen3"),
+                        "--dspark", str(tiny_dir / "dspark-qwen3"), "--dflash", str(tiny_dir / "dflash-qwen3"),
+                        "--per-domain", "1", "--trials", "1", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    runs = pd.read_csv(out / "prefill_runs.csv").set_index("prefill")
+    n = runs["prompt tokens"].iloc[0]
+    assert n >= 200 and (runs["lanes"] == 3).all()
+    assert runs.loc["shared (one pass)", "prompt rows through the target"] == n
+    assert runs.loc["per engine (before)", "prompt rows through the target"] == 3 * n
+    assert "shared (one pass)" in (out / "prefill.md").read_text()
