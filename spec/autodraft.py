@@ -24,15 +24,19 @@ from typing import Any
 
 import mlx.core as mx
 
-CALIBRATION_PROMPT = "Write a Python function that returns the n-th Fibonacci number, then explain it."
-VERSION = 2  # bump when what calibrate() measures changes
+# one per domain: a prior from one domain (code) was far too hopeful for chat
+CALIBRATION_PROMPTS = ("Explain why the sky is blue to a ten-year-old.",
+                       "Write a Python function that returns the n-th Fibonacci number, then explain it.",
+                       "A train travels 180 km in 2.5 hours. What is its average speed? Show the steps.")
+VERSION = 3  # bump when what calibrate() measures changes
 
 
 @dataclass
 class Costs:
-    """Measured milliseconds: verify[k] = the target's forward over k + 1 new rows on a warm cache;
-    draft[k] = the head drafting k tokens (draft[0] = 0); prior[i] = the chance draft i + 1 is accepted
-    once the drafts before it were, measured on a calibration generation."""
+    """Measured milliseconds: verify[k] = the target's forward over k + 1 new rows on a warm cache
+    (verify[0]: a plain decoding step, pipelined as parked rounds run, when that is cheaper); draft[k] =
+    the head drafting k tokens (draft[0] = 0); prior[i] = the chance draft i + 1 is accepted once the
+    drafts before it were, measured on calibration generations (a chat, a code and a math prompt)."""
 
     verify: list[float]
     draft: list[float]
@@ -59,10 +63,10 @@ def round_ms(costs: Costs, k: int, overhead: tuple[float, float] = (0.0, 0.0)) -
 
 
 def choose(costs: Costs, rates: list[float], max_k: int, overhead: tuple[float, float] = (0.0, 0.0),
-           parking: bool = True) -> int:
+           parking: bool = True, stay: float = 1.0) -> int:
     """The draft length (0 = a plain target step, unless parking is off) with the most expected tokens
-    per millisecond."""
-    best, best_rate = 0, 1.0 / round_ms(costs, 0, overhead) if parking else 0.0
+    per millisecond; a parked generation resumes drafting only for a gain of `stay` (1.1 = 10%)."""
+    best, best_rate = 0, stay / round_ms(costs, 0, overhead) if parking else 0.0
     for k in range(1, min(max_k, costs.max_k) + 1):
         rate = expected_tokens(rates, k) / round_ms(costs, k, overhead)
         if rate > best_rate:
@@ -72,11 +76,15 @@ def choose(costs: Costs, rates: list[float], max_k: int, overhead: tuple[float, 
 
 class Acceptance:
     """Per-position acceptance, learned from verify rounds: position i's drafts that were tried and
-    accepted, on top of a prior worth `strength` rounds."""
+    accepted, on top of a prior worth `strength` rounds. Later positions are tried only when the earlier
+    ones landed, so they learn slowly: until they have their own evidence, their prior moves with what
+    position 1 has shown (a head that lands half as often as calibrated at position 1 is assumed to do
+    so further on too)."""
 
     def __init__(self, prior: list[float], strength: float = 4.0):
-        self.tried = [strength] * len(prior)
-        self.accepted = [p * strength for p in prior]
+        self.prior, self.strength = list(prior), strength
+        self.tried = [0.0] * len(prior)
+        self.accepted = [0.0] * len(prior)
 
     def observe(self, drafted: int, accepted: int) -> None:
         """A round verified `drafted` drafts and accepted the first `accepted`: positions 1..accepted
@@ -86,12 +94,22 @@ class Acceptance:
             self.accepted[i] += i < accepted
 
     def rates(self) -> list[float]:
-        return [a / t for a, t in zip(self.accepted, self.tried)]
+        if not self.prior:
+            return []
+        s = self.strength
+        first = (self.accepted[0] + s * self.prior[0]) / (self.tried[0] + s)
+        scale = first / self.prior[0] if self.prior[0] > 0 else 1.0
+        priors = [self.prior[0]] + [min(1.0, p * scale) for p in self.prior[1:]]
+        return [(a + s * p) / (t + s) for a, t, p in zip(self.accepted, self.tried, priors)]
 
 
 class AutoDraft:
     """One generation's chooser: the measured costs, its own acceptance and round overheads, parking and
     probing.
+
+    Leaving a run of parked rounds costs more than one round shows (the first drafting round is not
+    pipelined, the head takes in the taps it missed), so a parked generation drafts again only when
+    that is expected to pay `stay` times (10%) more than parking; probes try it anyway.
 
     The calibration times bare forwards; a round in the loop costs more (graph building, the host sync,
     the drafter taking in the target's taps), and a parked round is pipelined like plain decoding, which
@@ -99,8 +117,8 @@ class AutoDraft:
     calibrated) over the rounds seen, one figure for parked rounds and one for drafting rounds, starting
     from 0 with the weight of `strength` rounds."""
 
-    def __init__(self, costs: Costs, max_k: int, probe_every: int = 8, strength: float = 4.0):
-        self.costs, self.max_k, self.probe_every = costs, min(max_k, costs.max_k), probe_every
+    def __init__(self, costs: Costs, max_k: int, probe_every: int = 8, strength: float = 4.0, stay: float = 1.1):
+        self.costs, self.max_k, self.probe_every, self.stay = costs, min(max_k, costs.max_k), probe_every, stay
         self.acceptance = Acceptance(costs.prior[: self.max_k])
         self.parked = 0
         self.chosen: list[int] = []
@@ -113,7 +131,8 @@ class AutoDraft:
 
     def next(self) -> int:
         rates, overhead = self.acceptance.rates(), self.overhead
-        k = choose(self.costs, rates, self.max_k, overhead)
+        parked = bool(self.chosen) and self.chosen[-1] == 0
+        k = choose(self.costs, rates, self.max_k, overhead, stay=self.stay if parked else 1.0)
         if k == 0:
             self.parked += 1
             if self.parked % self.probe_every == 0:  # probe: the best positive length once
@@ -148,7 +167,7 @@ def calibrate(target: Any, head: Any, runs: int = 3, context: int = 64) -> Costs
     from .verify import Sampling
 
     K = head.max_drafts
-    ids = [int(i) % target.vocab_size for i in target.encode_chat(CALIBRATION_PROMPT)]
+    ids = [int(i) % target.vocab_size for i in target.encode_chat(CALIBRATION_PROMPTS[1])]
     ids = (ids * (context // len(ids) + 1))[: context + K + 1]
     cache = target.make_cache()
     _, taps = target(mx.array([ids[:context]]), cache, head.config.target_layer_ids)
@@ -168,10 +187,13 @@ def calibrate(target: Any, head: Any, runs: int = 3, context: int = 64) -> Costs
         mx.eval(out)
 
     drafts = [0.0] + [_median_ms(lambda k=k: draft(k), runs) for k in range(1, K + 1)]
-    res = Engine(target, head).generate(CALIBRATION_PROMPT, 48)
+    plain = Engine(target).generate(CALIBRATION_PROMPTS[0], 24)  # a parked round runs pipelined, like this
+    verify[0] = min(verify[0], 1000 * plain.decode_seconds / max(1, len(plain.token_ids) - 1))
     seen = Acceptance([0.0] * K, strength=0.0)
-    for d, a in zip(res.drafted, res.accept_lengths):
-        seen.observe(d, a - 1)
+    for prompt in CALIBRATION_PROMPTS:
+        res = Engine(target, head).generate(prompt, 32)
+        for d, a in zip(res.drafted, res.accept_lengths):
+            seen.observe(d, a - 1)
     return Costs(monotone(verify, rising=True), monotone(drafts, rising=True),
                  monotone([(a + 1) / (t + 2) for a, t in zip(seen.accepted, seen.tried)], rising=False))
 

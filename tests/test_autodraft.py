@@ -39,7 +39,12 @@ def test_acceptance_is_learned_per_position():
     for _ in range(20):
         acc.observe(drafted=3, accepted=1)  # the first draft always survives, the second never
     rates = acc.rates()
-    assert rates[0] > 0.9 and rates[1] < 0.1 and rates[2] == 0.5  # position 3 was never tried
+    assert rates[0] > 0.9 and rates[1] < 0.1
+    assert rates[2] == pytest.approx(min(1.0, 0.5 * rates[0] / 0.5))  # never tried: its prior moved with position 1
+    weak = Acceptance([0.8, 0.8, 0.6], strength=4.0)
+    for _ in range(16):
+        weak.observe(drafted=1, accepted=0)  # position 1 never lands
+    assert weak.rates()[0] < 0.2 and weak.rates()[1] < 0.2 and weak.rates()[2] < 0.15
 
 
 def test_a_parked_generation_probes_and_comes_back_when_the_head_pays():
@@ -50,6 +55,17 @@ def test_a_parked_generation_probes_and_comes_back_when_the_head_pays():
     for _ in range(12):
         auto.observe(drafted=2, accepted=2)  # the probes find a head that now pays
     assert auto.next() == 2
+
+
+def test_a_parked_generation_drafts_again_only_for_a_clear_gain():
+    costs = Costs(verify=[10.0, 11.0], draft=[0.0, 0.0], prior=[0.16])  # 1.16 / 11 ms: 6% above 1 / 10 ms
+    auto = AutoDraft(costs, max_k=1)
+    assert auto.next() == 1  # drafting (or starting): the better rate wins
+    auto.chosen.append(0)  # ... but from a parked round, 6% is not worth leaving the pipeline
+    assert auto.next() == 0
+    strong = AutoDraft(Costs([10.0, 11.0], [0.0, 0.0], [0.3]), max_k=1, stay=1.1)
+    strong.chosen.append(0)
+    assert strong.next() == 1  # 18% is
 
 
 def test_measured_round_times_correct_the_calibrated_costs():
