@@ -5,13 +5,29 @@ at T > 0 the verdicts are computed and the third lane is named for what it does.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import pytest
 
-from test_app import App, artifacts, browser, pocket_app, set_max_tokens, wait_done  # noqa: F401 (fixtures)
+from test_app import app, artifacts, browser, pocket_app, set_max_tokens, wait_done  # noqa: F401 (fixtures)
 
 LONG = " ".join(f"Paragraph {i}: the committee reviewed the river survey, the bridge inspection and the budget "
                 f"for the coming season, and asked for a short summary of each item." for i in range(60))
+
+
+@contextmanager
+def page_of(browser, url: str, failure: str):
+    """A desktop-sized page on url; its picture in the artifacts when the test fails."""
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    try:
+        page.goto(url)
+        page.wait_for_selector("#run")
+        yield page
+    except Exception:
+        page.screenshot(path=str(artifacts() / failure), full_page=True)
+        raise
+    finally:
+        page.close()
 
 
 def open_settings(page) -> None:
@@ -31,10 +47,7 @@ def test_stop_during_a_long_prefill_answers_within_a_chunk(browser, pocket_app):
     clock, Stop ends it within about a second, and nobody is called identical on 0 tokens."""
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    try:
-        page.goto(pocket_app.url)
-        page.wait_for_selector("#run")
+    with page_of(browser, pocket_app.url, "app-prefill-failure.png") as page:
         page.fill("#prompt textarea", LONG)
         page.click("#run")
         expect(page.locator("#status")).to_contain_text("Reading the prompt", timeout=30_000)
@@ -50,19 +63,6 @@ def test_stop_during_a_long_prefill_answers_within_a_chunk(browser, pocket_app):
             expect(page.locator(f"#meters-{name} .verdict")).to_have_text("– not checked")
             expect(page.locator(f"#meters-{name} .verdict.ok")).to_have_count(0)
         expect(page.locator("#table")).to_contain_text("stopped before the first token")
-    except Exception:
-        page.screenshot(path=str(artifacts() / "app-prefill-failure.png"), full_page=True)
-        raise
-    finally:
-        page.close()
-
-
-@pytest.fixture(scope="module")
-def app(tiny_dir, tmp_path_factory):
-    a = App(["--target", str(tiny_dir / "qwen3"), "--dspark", str(tiny_dir / "dspark-qwen3"),
-             "--dflash", str(tiny_dir / "dflash-qwen3")], tmp_path_factory.mktemp("app") / "app.log")
-    yield a
-    a.close()
 
 
 @pytest.mark.browser
@@ -71,10 +71,7 @@ def test_sampled_verdicts_are_computed_and_the_third_lane_is_plain_sampling(brow
     'differs by design'; at T = 1 the lanes draw differently and the page says where."""
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    try:
-        page.goto(app.url)
-        page.wait_for_selector("#run")
+    with page_of(browser, app.url, "app-sampled-failure.png") as page:
         page.fill("#prompt textarea", "Write a haiku about rain.")
         open_settings(page)
         set_max_tokens(page, 24)
@@ -93,8 +90,3 @@ def test_sampled_verdicts_are_computed_and_the_third_lane_is_plain_sampling(brow
         verdicts = [page.locator(f"#meters-{n} .verdict").inner_text() for n in ("dspark", "dflash")]
         assert all("plain sampling" in v and "by design" not in v for v in verdicts), verdicts
         expect(page.locator("#table")).to_contain_text("plain sampling")
-    except Exception:
-        page.screenshot(path=str(artifacts() / "app-sampled-failure.png"), full_page=True)
-        raise
-    finally:
-        page.close()
