@@ -183,24 +183,17 @@ def build_demo(stage: Stage) -> gr.Blocks:
         lossless), its release layout and the per-race rows."""
         return sweep_api(stage, domains, per_domain, prompts, max_new_tokens, temperature)
 
-    def chosen(preset: str, target: str, dspark: str, dflash: str) -> Choice:
-        return (Choice("custom", target.strip() or None, dspark.strip() or None, dflash.strip() or None)
-                if preset == "custom" else Choice(preset))
-
     def settled(shown: str, err: str = "") -> tuple:
         """The Settings after a load, a refusal or a cancel: the error next to Load, no question open."""
         return (gr.skip(), gr.skip(), error_html(err), gr.Dropdown(value=shown), gr.Group(visible=shown == "custom"),
                 preset_note(shown), gr.Group(visible=False), gr.skip(), *(gr.skip(),) * (2 + 2 * len(LANES)))
 
-    def serving() -> str:
-        return stage.choice.preset if stage.choice else "pocket"
-
     def ask_or_load(preset: str, target: str, dspark: str, dflash: str,
                     progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple:
         """Load, unless that downloads from the hub first: then ask, with the size (nothing starts yet)."""
         if not stage.exposure.may_switch:
-            return settled(serving(), REFUSED)
-        choice = chosen(preset, target, dspark, dflash)
+            return settled(stage.serving, REFUSED)
+        choice = Choice.of(preset, target, dspark, dflash)
         repos = to_download(choice)
         if not repos:
             return load(preset, target, dspark, dflash, progress)
@@ -209,25 +202,22 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 ask, *(gr.skip(),) * (2 + 2 * len(LANES)))
 
     def cancel_load() -> tuple:
-        return settled(serving())
+        return settled(stage.serving)
 
     def load(preset: str, target: str, dspark: str, dflash: str,
              progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple:
         """Load a preset (or custom ids) next to the current arena; keep serving the old one on error.
         The error shows once, next to the Load controls (no toast: they piled up)."""
         if not stage.exposure.may_switch:
-            return settled(serving(), REFUSED)
-        choice = chosen(preset, target, dspark, dflash)
+            return settled(stage.serving, REFUSED)
+        choice = Choice.of(preset, target, dspark, dflash)
         try:
             progress(0.0, desc=f"loading {choice.label}")
             stage.load(choice, lambda f, d: progress(f, desc=d))
             err = ""
         except Exception as e:
-            keep = f" Still serving {stage.choice.label}." if stage.arena is not None and stage.choice else ""
-            why = stage.tell(e)
-            err = (why if why.startswith(("DSpark head", "DFlash head")) else f"could not load {choice.label}: {why}")
-            err = stage.tell(err + keep)
-        shown = preset if not err or preset == "custom" else serving()  # a failed custom load stays open to fix
+            err = stage.failure(choice, e)
+        shown = preset if not err or preset == "custom" else stage.serving  # a failed custom load stays open to fix
         lanes = [gr.skip()] * (2 * len(LANES)) if err else idle_lanes(stage)
         return (describe(stage), gr.skip() if err else "", error_html(err), gr.Dropdown(value=shown),
                 gr.Group(visible=shown == "custom"), preset_note(shown), gr.Group(visible=False), gr.skip(),

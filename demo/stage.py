@@ -27,6 +27,12 @@ class Choice:
     dspark: str | None = None
     dflash: str | None = None
 
+    @classmethod
+    def of(cls, preset: str, target: str = "", dspark: str = "", dflash: str = "") -> "Choice":
+        """The Settings' fields as a Choice (the id fields count for "custom" only)."""
+        return (cls("custom", target.strip() or None, dspark.strip() or None, dflash.strip() or None)
+                if preset == "custom" else cls(preset))
+
     @property
     def label(self) -> str:
         return self.preset if self.preset != "custom" else short(self.target or "custom")
@@ -53,6 +59,19 @@ class Stage:
         from demo.view import readable
 
         return self.exposure.scrub(what if isinstance(what, str) else readable(what))
+
+    @property
+    def serving(self) -> str:
+        """The preset (or "custom") of the arena served now."""
+        return self.choice.preset if self.choice else "pocket"
+
+    def failure(self, choice: Choice, e: BaseException) -> str:
+        """Why loading `choice` failed, blaming the part that failed (a head names itself), and what is
+        still served."""
+        why = self.tell(e)
+        what = why if why.startswith(("DSpark head", "DFlash head")) else f"could not load {choice.label}: {why}"
+        keep = f" Still serving {self.choice.label}." if self.arena is not None and self.choice else ""
+        return self.tell(what + keep)
 
     def names(self) -> dict[str, str]:
         """What is loaded, in words (never a server folder): target / dspark / dflash -> name."""

@@ -266,3 +266,48 @@ def test_the_stream_endpoint_yields_updates_while_the_race_runs(app):
     assert last["verdicts"] == {"dspark": "identical to greedy", "dflash": "identical to greedy"}
     assert [row["engine"] for row in last["table"]] == ["dspark", "dflash", "greedy"]
     assert len({lane["text"] for lane in last["lanes"].values()}) == 1 and last["winner"]["engine"]
+
+
+# -- helpers, without a server ---------------------------------------------------------------------
+
+def test_the_pocket_preset_is_named_not_pathed():
+    from demo.stage import Choice, model_names
+
+    info = {"target": "/srv/x/SmolLM2", "dspark": "/srv/x/heads/dspark", "dflash": "/srv/x/heads/dflash"}
+    names = model_names(Choice("pocket"), info)
+    assert names["dflash"] == names["dspark"] == "pocket (trained here)"
+    assert names["target"].startswith("SmolLM2-135M-Instruct") and "/" not in names["target"]
+    hub = {"target": "mlx-community/Qwen3-4B-8bit", "dflash": "z-lab/Qwen3-4B-DFlash-b16"}
+    assert model_names(Choice("qwen3"), hub) == hub
+
+
+def test_a_preset_already_in_the_hub_cache_needs_no_question(monkeypatch):
+    import demo.download as dl
+    from demo.stage import Choice
+
+    assert dl.to_download(Choice("pocket")) == {}  # offline by construction
+    assert set(dl.to_download(Choice("qwen3"))) == {"target", "dspark", "dflash"}  # not cached here
+    monkeypatch.setattr(dl, "cached", lambda repo: repo != "z-lab/Qwen3-4B-DFlash-b16")
+    assert dl.to_download(Choice("qwen3")) == {"dflash": "z-lab/Qwen3-4B-DFlash-b16"}
+
+
+def test_served_beyond_localhost_is_decided_by_host_and_share():
+    from demo.exposure import Exposure
+
+    assert not Exposure.of("127.0.0.1").public and Exposure.of("127.0.0.1").may_switch
+    assert Exposure.of("0.0.0.0").public and not Exposure.of("0.0.0.0").may_switch
+    assert Exposure.of("127.0.0.1", share=True).public
+    assert Exposure.of("0.0.0.0", allow_custom=True).may_switch
+    said = Exposure.of("0.0.0.0").scrub("could not load /home/me/models/qwen: /home/me/models/qwen has no config.json")
+    assert said == "could not load …/qwen: …/qwen has no config.json"
+    assert Exposure.of("::1").scrub("/a/b") == "/a/b"
+
+
+def test_the_hub_librarys_raw_errors_read_as_one_line():
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    from demo.view import readable
+
+    raw = LocalEntryNotFoundError("An error happened while trying to locate the files on the Hub.\nGot: ConnectError")
+    said = readable(raw)
+    assert "LocalEntryNotFoundError" not in said and "\n" not in said and "hub cannot be reached" in said
