@@ -311,3 +311,23 @@ def test_the_hub_librarys_raw_errors_read_as_one_line():
     raw = LocalEntryNotFoundError("An error happened while trying to locate the files on the Hub.\nGot: ConnectError")
     said = readable(raw)
     assert "LocalEntryNotFoundError" not in said and "\n" not in said and "hub cannot be reached" in said
+
+
+def test_the_question_tells_the_hubs_size_online_and_the_notes_offline(monkeypatch):
+    from types import SimpleNamespace
+
+    import huggingface_hub
+
+    import demo.download as dl
+    from demo.stage import Choice
+
+    files = [("model.safetensors", 4_000_000_000), ("config.json", 1_000), ("model.py", 10**9), ("README.md", 5)]
+    info = SimpleNamespace(siblings=[SimpleNamespace(rfilename=n, size=b) for n, b in files])
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", lambda self, repo, **kw: info)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    assert dl.repo_bytes("a/b", ("*.json", "*.safetensors")) == 4_000_001_000  # never a .py, no README
+    repos = dl.hub_refs(Choice("qwen3"))
+    assert "**Loading qwen3 downloads 12.0 GB in all (measured on the hub)**" in dl.download_question(
+        Choice("qwen3"), repos)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert "about 8 GB (the preset's estimate" in dl.download_question(Choice("qwen3"), repos)
