@@ -10,17 +10,19 @@ and turn them into HTML, numbers and a plot. The same race is a named API endpoi
 
     from gradio_client import Client
     Client("http://127.0.0.1:7860/").predict("Write a haiku about rain.", 64, api_name="/race")
+
+and `/race_stream` streams the same race live (an update every few rounds). Served beyond this machine
+(--host other than 127.0.0.1, or --share), visitors cannot switch models unless --allow-custom is given.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 # Before gradio / huggingface_hub are imported: they read these at import time.
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -37,11 +39,16 @@ if __name__ == "__main__":  # as early as possible: a re-exec (LD_PRELOAD) then 
 
 import gradio as gr  # noqa: E402
 
+from demo.api import endpoints, race_events  # noqa: E402
+from demo.download import download_question, to_download  # noqa: E402
+from demo.exposure import REFUSED, Exposure  # noqa: E402
+from demo.export import save_results  # noqa: E402
 from demo.lanes import LANES, Lane, esc  # noqa: E402
-from demo.stage import Choice, Stage, describe, examples, preset_choices, preset_note, settings_of  # noqa: E402,E501
+from demo.stage import (MAX_NEW_TOKENS, Choice, Stage, describe, examples, preset_choices, preset_note,  # noqa: E402
+                        settings_of)
 from demo.status import error_html  # noqa: E402
 from demo.sweep_tab import run_sweep, sweep_api, sweep_tab  # noqa: E402
-from demo.view import View, empty_table, idle_lanes, readable, save_results  # noqa: E402
+from demo.view import View, empty_table, idle_lanes, readable  # noqa: E402
 from spec.target import SpecError  # noqa: E402
 
 DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}
@@ -77,7 +84,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
             return
         arena = stage.arena
         if arena is None:
-            msg = stage.error or "no model is loaded: pick a preset in Settings"
+            msg = stage.tell(stage.error or "no model is loaded: pick a preset in Settings")
             gr.Warning(msg, duration=10)
             yield message("Not run.", msg)
             return
@@ -99,10 +106,10 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 if ev.kind != "round" or now - last >= STREAM_EVERY:
                     last = now
                     if ev.kind == "finish":
-                        view.files = save_results(view, prompt, settings, dict(arena.info))
+                        view.files = save_results(view, prompt, settings, stage.names())
                     yield view.outputs()
         except Exception as e:  # a readable message in the page; the server keeps serving
-            msg = readable(e)
+            msg = stage.tell(e)
             gr.Warning(msg, duration=10)
             if view is None or view.state == "waiting":
                 yield message("Not run.", msg, reset=view is not None)
@@ -140,38 +147,6 @@ def build_demo(stage: Stage) -> gr.Blocks:
         else:
             stage.cancelled.add(sid)
 
-    def raced(prompt: str, *knobs: Any) -> list:
-        """One race to the end on the served arena (for the API); errors become one readable gr.Error."""
-        arena = stage.arena
-        if arena is None:
-            raise gr.Error(stage.error or "no model is loaded")
-        try:
-            settings = settings_of(*knobs)
-            if not prompt or not prompt.strip():
-                raise SpecError("the prompt is empty")
-            return list(arena.race(prompt, settings))
-        except Exception as e:
-            raise gr.Error(readable(e)) from e
-
-    def race_api(prompt: str, max_new_tokens: int = 128, temperature: float = 0.0, top_p: float = 1.0,
-                 top_k: int = 0, seed: int = 0, dspark_cap: int = 0, dspark_threshold: float = 0.0,
-                 dflash_len: int = 0, baseline: bool = True, thinking: bool = False) -> dict:
-        """Run one race to the end; returns the results table (records), the texts, the verdicts, the
-        finishing order on the race clock (engine seconds) and the winner with its speedups.
-        thinking: the chat template's enable_thinking (Qwen3's <think>), off by default."""
-        from spec.race import results_table, standings, winner
-
-        final = raced(prompt, max_new_tokens, temperature, top_p, top_k, seed, dspark_cap, dspark_threshold,
-                      dflash_len, baseline, thinking)[-1]
-        table = results_table(final.results, final.verdicts, float(temperature) > 0)
-        win = winner(final.results)
-        return {"table": json.loads(table.to_json(orient="records")), "columns": list(table.columns),
-                "texts": {n: r.text for n, r in final.results.items()}, "verdicts": final.verdicts,
-                "wall_seconds": round(final.wall, 3), "race_clock_seconds": round(final.clock, 3),
-                "finish_order": [[n, round(t, 3)] for n, t in standings(final.results)],
-                "winner": None if win is None else {"engine": win[0], "speedup_end_to_end": {
-                    n: round(r, 3) for n, r in win[1].items()}}, "models": dict(stage.arena.info)}
-
     def replay_api(prompt: str, max_new_tokens: int = 128, temperature: float = 0.0, top_p: float = 1.0,
                    top_k: int = 0, seed: int = 0, dspark_cap: int = 0, dspark_threshold: float = 0.0,
                    dflash_len: int = 0, baseline: bool = True, thinking: bool = False,
@@ -181,8 +156,8 @@ def build_demo(stage: Stage) -> gr.Blocks:
         also carries "verdicts" and "finish_order"."""
         from spec.race import replay as replayed, standings
 
-        events = raced(prompt, max_new_tokens, temperature, top_p, top_k, seed, dspark_cap, dspark_threshold,
-                       dflash_len, baseline, thinking)
+        events = list(race_events(stage, prompt, (max_new_tokens, temperature, top_p, top_k, seed, dspark_cap,
+                                                  dspark_threshold, dflash_len, baseline, thinking)))
         texts: dict[str, str] = {}
         try:
             for ev in replayed(events, speed):
@@ -212,24 +187,45 @@ def build_demo(stage: Stage) -> gr.Blocks:
         lossless), its release layout and the per-race rows."""
         return sweep_api(stage, domains, per_domain, prompts, max_new_tokens, temperature)
 
+    def settled(shown: str, err: str = "") -> tuple:
+        """The Settings after a load, a refusal or a cancel: the error next to Load, no question open."""
+        return (gr.skip(), gr.skip(), error_html(err), gr.Dropdown(value=shown), gr.Group(visible=shown == "custom"),
+                preset_note(shown), gr.Group(visible=False), gr.skip(), *(gr.skip(),) * (2 + 2 * len(LANES)))
+
+    def ask_or_load(preset: str, target: str, dspark: str, dflash: str,
+                    progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple:
+        """Load, unless that downloads from the hub first: then ask, with the size (nothing starts yet)."""
+        if not stage.exposure.may_switch:
+            return settled(stage.serving, REFUSED)
+        choice = Choice.of(preset, target, dspark, dflash)
+        repos = to_download(choice)
+        if not repos:
+            return load(preset, target, dspark, dflash, progress)
+        ask = download_question(choice, repos)
+        return (gr.skip(), gr.skip(), "", gr.skip(), gr.skip(), gr.skip(), gr.Group(visible=True),
+                ask, *(gr.skip(),) * (2 + 2 * len(LANES)))
+
+    def cancel_load() -> tuple:
+        return settled(stage.serving)
+
     def load(preset: str, target: str, dspark: str, dflash: str,
              progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple:
-        """Load a preset (or custom ids) next to the current arena; keep serving the old one on error."""
-        choice = (Choice("custom", target.strip() or None, dspark.strip() or None, dflash.strip() or None)
-                  if preset == "custom" else Choice(preset))
+        """Load a preset (or custom ids) next to the current arena; keep serving the old one on error.
+        The error shows once, next to the Load controls (no toast: they piled up)."""
+        if not stage.exposure.may_switch:
+            return settled(stage.serving, REFUSED)
+        choice = Choice.of(preset, target, dspark, dflash)
         try:
             progress(0.0, desc=f"loading {choice.label}")
             stage.load(choice, lambda f, d: progress(f, desc=d))
             err = ""
         except Exception as e:
-            keep = f" Still serving {stage.choice.label}." if stage.arena is not None and stage.choice else ""
-            err = f"could not load {choice.label}: {readable(e)}{keep}"
-            gr.Warning(err, duration=10)
-        current = stage.choice.preset if stage.choice else preset
-        shown = preset if not err or preset == "custom" else current  # a failed custom load stays open to fix
+            err = stage.failure(choice, e)
+        shown = preset if not err or preset == "custom" else stage.serving  # a failed custom load stays open to fix
         lanes = [gr.skip()] * (2 * len(LANES)) if err else idle_lanes(stage)
-        return (describe(stage), error_html(err), gr.Dropdown(value=shown), gr.Group(visible=shown == "custom"),
-                preset_note(shown), *knob_limits(stage), *lanes)
+        return (describe(stage), gr.skip() if err else "", error_html(err), gr.Dropdown(value=shown),
+                gr.Group(visible=shown == "custom"), preset_note(shown), gr.Group(visible=False), gr.skip(),
+                *knob_limits(stage), *lanes)
 
     def on_preset(preset: str) -> tuple:
         return gr.Group(visible=preset == "custom"), preset_note(preset)
@@ -281,17 +277,27 @@ def build_demo(stage: Stage) -> gr.Blocks:
         with gr.Accordion("Settings", open=False, elem_id="settings"):
             with gr.Row():
                 first_preset = stage.choice.preset if stage.choice else "pocket"
-                preset = gr.Dropdown(preset_choices(), value=first_preset, label="Preset", elem_id="preset", scale=3)
-                load_btn = gr.Button("Load", elem_id="load", scale=1)
+                may = stage.exposure.may_switch
+                preset = gr.Dropdown(preset_choices(), value=first_preset, label="Preset", elem_id="preset", scale=3,
+                                     interactive=may)
+                load_btn = gr.Button("Load", elem_id="load", scale=1, interactive=may)
             note = gr.Markdown(preset_note(first_preset), elem_id="preset-note")
-            with gr.Group(visible=bool(stage.choice and stage.choice.preset == "custom")) as custom_box:
+            if not may:
+                gr.Markdown(f"{REFUSED[0].upper()}{REFUSED[1:]}.", elem_id="switch-off")
+            with gr.Group(visible=False, elem_id="confirm-load") as confirm_box:
+                confirm_md = gr.Markdown("", elem_id="confirm-text")
                 with gr.Row():
-                    c = stage.choice or Choice()
+                    confirm_btn = gr.Button("Download and load", variant="primary", elem_id="confirm-yes")
+                    cancel_btn = gr.Button("Cancel", elem_id="confirm-no")
+            load_errors = gr.HTML("", elem_id="load-errors")
+            with gr.Group(visible=bool(may and stage.choice and stage.choice.preset == "custom")) as custom_box:
+                with gr.Row():
+                    c = (stage.choice if not stage.exposure.public else None) or Choice()  # no server paths
                     target_id = gr.Textbox(c.target or "", label="Target (hub id or folder)", elem_id="target")
                     dspark_id = gr.Textbox(c.dspark or "", label="DSpark head", elem_id="dspark")
                     dflash_id = gr.Textbox(c.dflash or "", label="DFlash head", elem_id="dflash")
             with gr.Row():
-                max_new = gr.Slider(1, 2048, value=128, step=1, label="Max new tokens", elem_id="max-new")
+                max_new = gr.Slider(1, MAX_NEW_TOKENS, value=128, step=1, label="Max new tokens", elem_id="max-new")
                 temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)",
                                         elem_id="temperature")
                 top_p = gr.Slider(0.05, 1, value=1, step=0.01, label="Top-p", elem_id="top-p")
@@ -324,18 +330,23 @@ def build_demo(stage: Stage) -> gr.Blocks:
         stop_btn.click(stop, None, None, queue=False, cancels=[replaying], **private)
 
         load_in = [preset, target_id, dspark_id, dflash_id]
-        load_out = [header, errors, preset, custom_box, note, dspark_cap, dflash_len, *lane_out]
+        load_out = [header, errors, load_errors, preset, custom_box, note, confirm_box, confirm_md, dspark_cap,
+                    dflash_len, *lane_out]
         load_args = dict(concurrency_id="arena", concurrency_limit=1, show_progress="full",
                          show_progress_on=[header], **private)
         preset.input(on_preset, preset, [custom_box, note], queue=False, **private).then(
-            lambda p, *a: load(p, *a) if p != "custom" else (gr.skip(),) * len(load_out), load_in, load_out,
+            lambda p, *a: ask_or_load(p, *a) if p != "custom" else (gr.skip(),) * len(load_out), load_in, load_out,
             **load_args)
-        load_btn.click(load, load_in, load_out, **load_args)
+        load_btn.click(ask_or_load, load_in, load_out, **load_args)
+        confirm_btn.click(load, load_in, load_out, **load_args)
+        cancel_btn.click(cancel_load, None, load_out, queue=False, **private)
         sweeping = sweep_run.click(arm, None, None, queue=False, **private).then(
             sweep_handler, [*sweep_inputs, *knobs], sweep_out, concurrency_id="arena",
             concurrency_limit=1, show_progress="minimal", **private)
         sweep_stop.click(stop, None, None, queue=False, cancels=[sweeping], **private)
+        race_api, race_stream = endpoints(stage)
         gr.api(race_api, api_name="race", concurrency_id="arena", concurrency_limit=1)
+        gr.api(race_stream, api_name="race_stream", concurrency_id="arena", concurrency_limit=1)
         gr.api(replay_api, api_name="replay", concurrency_id="arena", concurrency_limit=1)
         gr.api(sweep_endpoint, api_name="sweep", concurrency_id="arena", concurrency_limit=1)
     return demo
@@ -368,6 +379,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
     ap.add_argument("--port", type=int, default=7860)
     ap.add_argument("--share", action="store_true", help="also open a public gradio.live link")
+    ap.add_argument("--allow-custom", action="store_true", help="served beyond this machine (--host, --share), "
+                    "still let visitors switch presets (downloads) and load folders or hub ids of their own")
     ap.add_argument("--preset", default="pocket", help="pocket (offline), qwen3, gemma4")
     ap.add_argument("--target", help="target hub id or folder; with --dspark / --dflash it replaces the preset "
                     "(a head not given is left out)")
@@ -383,12 +396,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     custom = bool(args.target or args.dspark or args.dflash)
     choice = Choice("custom", args.target, args.dspark, args.dflash) if custom else Choice(args.preset)
-    stage = Stage()
+    stage = Stage(exposure=Exposure.of(args.host, args.share, args.allow_custom))
     print(f"spec-arena: {blas}", file=sys.stderr)
     try:
         stage.load(choice)
     except Exception as e:  # serve anyway: the page shows why and lets the user pick another preset
-        stage.error = f"could not load {choice.label}: {readable(e)}"
+        stage.error = stage.tell(f"could not load {choice.label}: {readable(e)}")
         stage.choice = choice
         print(f"spec-arena: {stage.error}", file=sys.stderr)
     demo = build_demo(stage)

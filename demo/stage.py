@@ -9,11 +9,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
+from demo.exposure import Exposure
 from demo.lanes import esc
 from spec.target import SpecError
 
 CUSTOM_LABEL = "custom: your own target and heads"
 PROMPTS = Path(__file__).resolve().parents[1] / "assets" / "prompts"
+MAX_NEW_TOKENS = 2048  # the page's slider and the API's limit
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,12 @@ class Choice:
     target: str | None = None
     dspark: str | None = None
     dflash: str | None = None
+
+    @classmethod
+    def of(cls, preset: str, target: str = "", dspark: str = "", dflash: str = "") -> "Choice":
+        """The Settings' fields as a Choice (the id fields count for "custom" only)."""
+        return (cls("custom", target.strip() or None, dspark.strip() or None, dflash.strip() or None)
+                if preset == "custom" else cls(preset))
 
     @property
     def label(self) -> str:
@@ -44,6 +52,30 @@ class Stage:
     cancelled: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     recordings: dict[str, list] = field(default_factory=dict)  # session -> events of its last finished race
+    exposure: Exposure = field(default_factory=Exposure)
+
+    def tell(self, what: BaseException | str) -> str:
+        """One readable line for a visitor (server paths scrubbed when served beyond this machine)."""
+        from demo.view import readable
+
+        return self.exposure.scrub(what if isinstance(what, str) else readable(what))
+
+    @property
+    def serving(self) -> str:
+        """The preset (or "custom") of the arena served now."""
+        return self.choice.preset if self.choice else "pocket"
+
+    def failure(self, choice: Choice, e: BaseException) -> str:
+        """Why loading `choice` failed, blaming the part that failed (a head names itself), and what is
+        still served."""
+        why = self.tell(e)
+        what = why if why.startswith(("DSpark head", "DFlash head")) else f"could not load {choice.label}: {why}"
+        keep = f" Still serving {self.choice.label}." if self.arena is not None and self.choice else ""
+        return self.tell(what + keep)
+
+    def names(self) -> dict[str, str]:
+        """What is loaded, in words (never a server folder): target / dspark / dflash -> name."""
+        return model_names(self.choice, self.arena.info if self.arena is not None else {})
 
     def record(self, session: str | None, events: list) -> None:
         """Keep a session's last race for its replay (the most recent 32 sessions)."""
@@ -105,6 +137,21 @@ def prefetch(choice: Choice, progress: Callable[[float, str], None]) -> None:
         resolve_path(ref)
 
 
+def model_names(choice: Choice | None, info: dict[str, str]) -> dict[str, str]:
+    """A hub id as is; the pocket preset's models by what they are; a local folder by its name."""
+    from spec.presets import PRESETS
+
+    out = {}
+    for kind, ref in info.items():
+        if choice is not None and choice.preset == "pocket":
+            out[kind] = (f"{PRESETS['pocket'].note.split(' (')[0]} (pocket)" if kind == "target"
+                         else "pocket (trained here)")
+        else:
+            given = getattr(choice, kind, None) or ref
+            out[kind] = given if given.count("/") == 1 and not Path(given).expanduser().exists() else Path(given).name
+    return out
+
+
 def describe(stage: Stage) -> str:
     """Header chips: target, heads, device, BLAS, versions (device and BLAS asked on the MLX thread)."""
     def versions() -> str:
@@ -121,11 +168,11 @@ def describe(stage: Stage) -> str:
     if a is None:
         chips.append(("model", "none loaded", ""))
     else:
-        for key, label in (("target", "target"), ("dspark", "DSpark head"), ("dflash", "DFlash head")):
-            ref = a.info.get(key)
-            chips.append((label, short(ref) if ref else "none", ref or ""))
+        names = stage.names()
+        for key, label in (("target", "target:"), ("dspark", "DSpark head:"), ("dflash", "DFlash head:")):
+            chips.append((label, names.get(key, "none"), names.get(key, "not loaded")))
         device, blas = a.call(_device_and_blas)
-        chips += [("device", device, ""), ("BLAS", blas.split(" (")[0], blas)]
+        chips += [("device", device, ""), ("BLAS", blas.split(" (")[0], stage.exposure.scrub(blas))]
     chips.append(("versions", versions(), ""))
     body = "".join(f'<span class="chip" title="{esc(tip)}"><b>{esc(k)}</b> {esc(v)}</span>' for k, v, tip in chips)
     return f'<div class="chips">{body}</div>'
@@ -155,6 +202,8 @@ def settings_of(max_new_tokens: float, temperature: float, top_p: float, top_k: 
     """The page's knobs as RaceSettings; auto_length: each head's draft length chosen every round."""
     from spec.race import RaceSettings
 
+    if not 1 <= int(max_new_tokens) <= MAX_NEW_TOKENS:
+        raise SpecError(f"max_new_tokens must be between 1 and {MAX_NEW_TOKENS} (it was {int(max_new_tokens)})")
     return RaceSettings(max_new_tokens=int(max_new_tokens), temperature=float(temperature), top_p=float(top_p),
                         top_k=int(top_k), seed=int(seed or 0),
                         dspark_cap="auto" if auto_length else int(dspark_cap),

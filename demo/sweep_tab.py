@@ -15,7 +15,6 @@ import pandas as pd
 
 from demo.lanes import esc
 from demo.stage import examples, settings_of
-from demo.view import readable
 from spec.target import SpecError
 
 DOMAIN_NAMES = {"chat": "Chat", "code": "Code", "math": "Math"}
@@ -77,7 +76,7 @@ def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_n
                    grid(upd.table), bars_of(upd.table),
                    gr.File(value=files, visible=True) if files else gr.skip())
     except Exception as e:  # one readable line in the tab; the server keeps serving
-        yield status_html(readable(e), "error"), gr.skip(), gr.skip(), gr.skip()
+        yield status_html(stage.tell(e), "error"), gr.skip(), gr.skip(), gr.skip()
     finally:
         if request is not None and stage.owner == request.session_hash:
             stage.owner = None
@@ -102,7 +101,7 @@ def sweep_api(stage: Any, domains: str = "chat,code,math", per_domain: int = 2, 
                           RaceSettings(max_new_tokens=int(max_new_tokens), temperature=float(temperature))):
             pass
     except Exception as e:
-        raise gr.Error(readable(e)) from e
+        raise gr.Error(stage.tell(e)) from e
     return {"table": json.loads(last.table.to_json(orient="records")),
             "grid": json.loads(grid(last.table).to_json(orient="records")),
             "rows": json.loads(last.rows.to_json(orient="records"))}

@@ -3,10 +3,7 @@ table, fed event by event from spec.race; outputs() gives what the page's compon
 
 from __future__ import annotations
 
-import json
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -35,6 +32,7 @@ class View:
     prefilled: int = 0  # prompt tokens read by the shared prefill so far
     prompt_tokens: int = 0
     stopping: bool = False  # Stop pressed, the race not ended yet
+    rounds: dict[str, list[dict]] = field(default_factory=dict)  # engine -> its rounds, for the download
 
     @classmethod
     def for_arena(cls, arena: Any, settings: Any) -> "View":
@@ -56,6 +54,7 @@ class View:
             lane = self.lanes[ev.engine]
             lane.add(ev.round)
             lane.meter = ev.meter
+            self.rounds.setdefault(ev.engine, []).append(round_record(ev))
         elif ev.kind == "done":
             self.lanes[ev.engine].meter = ev.meter
             self.lanes[ev.engine].finish(ev.result)
@@ -124,24 +123,23 @@ def idle_lanes(stage: Any) -> list[str]:
     return out
 
 
-def save_results(view: View, prompt: str, settings: Any, info: dict) -> list[str]:
-    """CSV of the table, JSON of the table + texts + settings (a fresh folder per race)."""
-    from dataclasses import asdict
-
-    out = Path(tempfile.mkdtemp(prefix="spec-arena-"))
-    view.table.to_csv(out / "spec-arena-results.csv", index=False)
-    doc = {"prompt": prompt, "settings": asdict(settings), "models": info, "wall_seconds": round(view.wall, 3),
-           "verdicts": view.verdicts, "results": json.loads(view.table.to_json(orient="records")),
-           "texts": {n: lane.text for n, lane in view.lanes.items()}}
-    (out / "spec-arena-results.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False))
-    return [str(out / "spec-arena-results.csv"), str(out / "spec-arena-results.json")]
+def round_record(ev: Any) -> dict:
+    """One round of one lane as the download keeps it (round 0 is the prefill's first token)."""
+    r = ev.round
+    return {"round": r.index, "tokens": len(r.tokens), "accepted": r.accepted, "drafted": r.drafted,
+            "seconds": round(r.seconds, 6), "lane_clock": round(ev.lane_clock, 6), "wall": round(ev.wall, 6)}
 
 
 def readable(e: BaseException) -> str:
-    """One line a user can act on; SpecError messages are already written for people."""
+    """One line a user can act on; SpecError messages are already written for people, the hub
+    library's own (a stack of causes: "LocalEntryNotFoundError: ... Got: ConnectError ...") are not."""
+    from spec.target import hub_error
+
     if isinstance(e, SpecError):
-        return str(e)
-    text = str(e) or type(e).__name__
+        return str(e).strip().splitlines()[0] if str(e).strip() else "error"
+    text = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    if type(e).__module__.split(".")[0] in ("huggingface_hub", "httpx", "httpcore", "requests"):
+        return hub_error(getattr(e, "repo_id", None) or "the model", e)
     if "memory" in text.lower() or isinstance(e, MemoryError):
         return f"out of memory: {text}. Try a smaller preset or fewer max new tokens."
     return f"{type(e).__name__}: {text}"

@@ -414,12 +414,22 @@ def load_preset_arena(preset: str = "pocket", target: str | None = None, dspark:
         for kind, ref, load in (("dspark", dspark, load_dspark), ("dflash", dflash, load_dflash)):
             ref = ref or (resolve(getattr(p, kind), kind) if p else None)
             if ref:
-                heads[kind] = load(ref, t, drafter_bits=drafter_bits)
+                try:
+                    heads[kind] = load(ref, t, drafter_bits=drafter_bits)
+                except SpecError as e:  # the head's fault, not the target's: say which head and why
+                    raise SpecError(head_error(kind, ref, e)) from e
                 info[kind] = ref
                 cached_costs(t, heads[kind])  # the draft-length chooser's costs, measured once per machine
         return t, heads, info
 
     return Arena(loader)
+
+
+def head_error(kind: str, ref: str, e: Exception) -> str:
+    """'DFlash head 'x': why' (the loaders' own messages may or may not name the head already)."""
+    name = {"dspark": "DSpark head", "dflash": "DFlash head"}[kind]
+    why = str(e)
+    return why if why.startswith(name) else f"{name} {ref!r} could not be loaded: {why}"
 
 
 def side_by_side(texts: dict[str, str], width: int = 40) -> str:

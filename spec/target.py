@@ -78,7 +78,7 @@ def read_config(folder: Path) -> dict:
     """config.json of a model folder. Keys that name code (auto_map) are metadata: we never import it."""
     cfg_path = folder / "config.json"
     if not cfg_path.exists():
-        raise SpecError(f"{folder} has no config.json")
+        raise SpecError(f"{folder} has no config.json: not a model folder")
     try:
         cfg = json.loads(cfg_path.read_text())
     except json.JSONDecodeError as e:

@@ -297,12 +297,13 @@ def drive(page, url: str, long_tokens: int, short_tokens: int, hub_error: bool =
         page.locator("#preset input").click()
         qwen3 = next(label for label, value in preset_choices() if value == "qwen3")
         page.get_by_role("option", name=qwen3, exact=True).click()
-        expect(page.locator("#errors .error-box")).to_contain_text("could not load qwen3", timeout=60_000)
-        expect(page.locator("#errors .error-box")).to_contain_text("Still serving")
+        page.click("#confirm-yes")  # it asks before downloading (tests/test_page.py)
+        expect(page.locator("#load-errors .error-box")).to_contain_text("could not load qwen3", timeout=60_000)
+        expect(page.locator("#load-errors .error-box")).to_contain_text("Still serving")
         expect(page.locator("#preset input")).to_have_value(CUSTOM_LABEL)
         expect(page.locator("#target")).to_be_visible()  # the custom fields are back, as they were
         page.click("#load")  # reloading what we serve works and clears the error
-        expect(page.locator("#errors .error-box")).to_have_count(0, timeout=60_000)
+        expect(page.locator("#load-errors .error-box")).to_have_count(0, timeout=60_000)
 
     # 3. an empty prompt is refused in the page
     page.fill("#prompt textarea", "  ")
@@ -321,7 +322,7 @@ def drive(page, url: str, long_tokens: int, short_tokens: int, hub_error: bool =
     for word in ("dspark", "dflash", "greedy", "identical to greedy", "length"):
         expect(page.locator("#table")).to_contain_text(word)
     for ext in ("csv", "json"):
-        expect(page.locator(f'#files a[href$="spec-arena-results.{ext}"]')).to_be_attached()
+        expect(page.locator(f'#files a[href*="spec-arena-"][href$=".{ext}"]')).to_be_attached()
     texts = {n: page.locator(f"#text-{n} .lane-text").inner_text() for n in LANE_IDS}
     assert texts["dspark"] == texts["dflash"] == texts["greedy"] and texts["greedy"].strip()
 

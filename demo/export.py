@@ -1,0 +1,55 @@
+"""The race's downloads: a CSV of the table and a JSON that lets the race be studied later (every
+lane's rounds: accept length, chosen draft length, round time), stamped with the time and the versions
+that ran it, the models by name (never a server folder), under file names unique to the race."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import asdict
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+PACKAGES = ("spec-arena", "mlx", "mlx-lm", "gradio")
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for pkg in PACKAGES:
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def results_doc(view: Any, prompt: str, settings: Any, models: dict[str, str], when: datetime) -> dict:
+    """Everything the JSON download holds (models: names as the header shows them)."""
+    rounds = {}
+    for name, records in view.rounds.items():
+        meter = view.lanes[name].meter if name in view.lanes else None
+        decode = [r for r in records if r["round"] > 0]
+        rounds[name] = {"prefill_seconds": round(meter.prefill, 6) if meter else None,
+                        "accept_lengths": [r["tokens"] for r in decode],
+                        "draft_lengths": [r["drafted"] for r in decode],
+                        "round_seconds": [r["seconds"] for r in decode], "rounds": records}
+    return {"spec_arena_results": 2, "timestamp": when.isoformat(timespec="seconds"), "versions": versions(),
+            "prompt": prompt, "settings": asdict(settings), "models": models,
+            "wall_seconds": round(view.wall, 3), "race_clock_seconds": round(view.clock, 3),
+            "verdicts": view.verdicts, "finish_order": [[n, round(t, 3)] for n, t in view.order],
+            "results": json.loads(view.table.to_json(orient="records")),
+            "texts": {n: lane.text for n, lane in view.lanes.items()}, "per_round": rounds}
+
+
+def save_results(view: Any, prompt: str, settings: Any, models: dict[str, str],
+                 when: datetime | None = None) -> list[str]:
+    """CSV + JSON in a fresh folder, named spec-arena-<UTC time to the millisecond>.csv / .json."""
+    when = when or datetime.now(timezone.utc)
+    out = Path(tempfile.mkdtemp(prefix="spec-arena-"))
+    stem = f"spec-arena-{when.strftime('%Y%m%d-%H%M%S-%f')[:-3]}"
+    csv, doc = out / f"{stem}.csv", out / f"{stem}.json"
+    view.table.to_csv(csv, index=False)
+    doc.write_text(json.dumps(results_doc(view, prompt, settings, models, when), indent=2, ensure_ascii=False))
+    return [str(csv), str(doc)]
