@@ -13,6 +13,7 @@ import gradio as gr
 import pandas as pd
 
 from demo.lanes import LANES, Lane, meters_html, text_html
+from demo.notes import below_greedy_html
 from demo.status import status_html
 from spec.target import SpecError
 
@@ -94,7 +95,9 @@ class View:
             cols += [meters_html(name, lane, self.speedup(name) if lane else None, self.place(name)),
                      text_html(name, lane)]
         files = gr.File(value=self.files, visible=True) if self.files else gr.File(value=None, visible=False)
-        return (status_html(self), "", *cols, self.plot(), self.table if self.table is not None else empty_table(),
+        plot = self.plot()  # None would empty the chart: Gradio's chart then throws on its next resize
+        table = self.table if self.table is not None else empty_table()
+        return (status_html(self) + below_greedy_html(self), "", *cols, gr.skip() if plot is None else plot, table,
                 files)
 
 
