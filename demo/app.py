@@ -42,7 +42,7 @@ from demo.lanes import LANES, Lane, esc  # noqa: E402
 from demo.stage import Choice, Stage, describe, examples, preset_choices, preset_note, settings_of  # noqa: E402,E501
 from demo.status import error_html  # noqa: E402
 from demo.sweep_tab import run_sweep, sweep_api, sweep_tab  # noqa: E402
-from demo.view import View, empty_table, idle_lanes, readable, save_results  # noqa: E402
+from demo.view import PLOT_ROUNDS, View, empty_table, idle_lanes, readable, save_results  # noqa: E402
 from spec.target import SpecError  # noqa: E402
 
 DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}
@@ -299,8 +299,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                             lane_out.append(gr.HTML(first[2 * i + 1], elem_id=f"text-{name}", max_height=420,
                                                     autoscroll=True))
                 plot = gr.LinePlot(None, x="round", y="accept length", color="engine", color_map=COLORS,
-                                   y_lim=[0, None], x_bin=1, y_aggregate="mean", x_axis_format="d",
-                                   elem_id="plot",
+                                   y_lim=[0, None], x_lim=[1, PLOT_ROUNDS], x_axis_format="d", elem_id="plot",
                                    label="Accept length per round (tokens committed per target forward)")
                 table = gr.DataFrame(empty_table(), label="Results (decode tok/s uses each engine's own busy time)",
                                      interactive=False, elem_id="table")
