@@ -77,8 +77,8 @@ LAYOUT_JS = """() => {
   return {scroll: document.documentElement.scrollWidth, width: window.innerWidth,
     run: box(document.querySelector('#run')),
     lanes: ['dspark', 'dflash', 'greedy'].map(n => box(document.querySelector(`#meters-${n} .lane-card`))),
-    labels: ['dspark', 'dflash', 'greedy'].map(n => [...document.querySelectorAll(`#meters-${n} .m .k`)].map(
-      k => ({...box(k), spill: k.scrollWidth > k.clientWidth + 1, text: k.textContent})))};
+    labels: ['dspark', 'dflash', 'greedy'].map(n => [...document.querySelectorAll(`#meters-${n} .m > div`)]
+      .map(k => ({...box(k), spill: k.scrollWidth > k.clientWidth + 1, text: k.textContent})))};
 }"""
 
 
@@ -91,7 +91,7 @@ def check_layout(page, width: int) -> dict:
     assert got["scroll"] <= got["width"] == width, f"the page is {got['scroll']} px wide at {width} px"
     assert 0 <= got["run"]["l"] and got["run"]["r"] <= width, got["run"]
     for lane in got["labels"]:
-        assert len(lane) == 5
+        assert len(lane) == 10  # five meters: a value and a label each
         for i, a in enumerate(lane):
             assert not a["spill"], f"{a['text']} spills out of its cell at {width} px"
             for b in lane[i + 1:]:
@@ -107,6 +107,9 @@ def test_the_page_fits_a_phone_and_a_wide_screen(app, browser):
     try:
         page.goto(app.url)
         page.wait_for_selector("#meters-greedy .m")
+        check_layout(page, 390)  # idle
+        fresh(page, app.url, 8)
+        race_to_the_end(page)  # the meters hold real numbers now
         got = check_layout(page, 390)
         expect(page.locator("#run")).to_be_visible()
         lanes = got["lanes"]
