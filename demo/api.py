@@ -1,5 +1,6 @@
 """The app's race endpoints, typed so Gradio's "Use via API" page and view_api() show what comes back:
-/race (one race to the end) and /race_stream (the same race live, an update every few rounds).
+/race (one race to the end), /race_stream (the same race live, an update every few rounds) and
+/replay (a race, then played again at its measured speed).
 
 No `from __future__ import annotations` here: Gradio reads these hints as objects to write the schema."""
 
@@ -110,8 +111,9 @@ def stream_update(view: Any) -> StreamUpdate:
                         finish_order=[(n, round(t, 3)) for n, t in view.order], winner=win, table=table)
 
 
-def endpoints(stage: Any) -> tuple[Callable[..., RaceResult], Callable[..., Iterator[StreamUpdate]]]:
-    """/race and /race_stream over `stage` (parameters as the page's Settings, same limits)."""
+def endpoints(stage: Any) -> tuple[Callable[..., RaceResult], Callable[..., Iterator[StreamUpdate]],
+                                   Callable[..., Iterator[dict]]]:
+    """/race, /race_stream and /replay over `stage` (parameters as the page's Settings, same limits)."""
 
     def race(prompt: str, max_new_tokens: int = 128, temperature: float = 0.0, top_p: float = 1.0,
              top_k: int = 0, seed: int = 0, dspark_cap: int = 0, dspark_threshold: float = 0.0,
@@ -148,6 +150,31 @@ def endpoints(stage: Any) -> tuple[Callable[..., RaceResult], Callable[..., Iter
                 since = 0
                 yield stream_update(view)
 
+    def replay(prompt: str, max_new_tokens: int = 128, temperature: float = 0.0, top_p: float = 1.0,
+               top_k: int = 0, seed: int = 0, dspark_cap: int = 0, dspark_threshold: float = 0.0,
+               dflash_len: int = 0, baseline: bool = True, thinking: bool = False,
+               speed: float = 1.0) -> Iterator[dict]:
+        """Run one race, then stream it again at its measured speed (speed 2 = twice as fast): one update
+        per round, {"wall", "engine", "tokens", "text"} with that lane's text so far; the last update
+        also carries "verdicts" and "finish_order"."""
+        from spec.race import replay as replayed, standings
+        from spec.target import SpecError
+
+        events = list(race_events(stage, prompt, (max_new_tokens, temperature, top_p, top_k, seed, dspark_cap,
+                                                  dspark_threshold, dflash_len, baseline, thinking)))
+        texts: dict[str, str] = {}
+        try:
+            for ev in replayed(events, speed):
+                if ev.kind == "round":
+                    texts[ev.engine] = texts.get(ev.engine, "") + ev.round.text
+                    yield {"wall": round(ev.wall, 3), "engine": ev.engine, "tokens": ev.meter.tokens,
+                           "text": texts[ev.engine]}
+                elif ev.kind == "finish":
+                    yield {"wall": round(ev.wall, 3), "texts": texts, "verdicts": ev.verdicts,
+                           "finish_order": [[n, round(t, 3)] for n, t in standings(ev.results)]}
+        except SpecError as e:
+            raise gr.Error(str(e)) from e
+
     # Gradio types an endpoint by its function's return annotation: a generator's is its item's.
     race_stream.__signature__ = inspect.signature(race_stream).replace(return_annotation=StreamUpdate)
-    return race, race_stream
+    return race, race_stream, replay

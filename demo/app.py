@@ -39,7 +39,8 @@ if __name__ == "__main__":  # as early as possible: a re-exec (LD_PRELOAD) then 
 
 import gradio as gr  # noqa: E402
 
-from demo.api import endpoints, race_events  # noqa: E402
+from demo.api import endpoints  # noqa: E402
+from demo.controls import RUN_LABEL, SUBMIT_HINT, armed, released  # noqa: E402
 from demo.download import download_question, to_download  # noqa: E402
 from demo.exposure import REFUSED, Exposure  # noqa: E402
 from demo.export import save_results  # noqa: E402
@@ -48,7 +49,7 @@ from demo.stage import (MAX_NEW_TOKENS, Choice, Stage, describe, examples, prese
                         settings_of)
 from demo.status import error_html  # noqa: E402
 from demo.sweep_tab import run_sweep, sweep_api, sweep_tab  # noqa: E402
-from demo.view import View, empty_table, idle_lanes, readable  # noqa: E402
+from demo.view import PLOT_ROUNDS, View, empty_table, idle_lanes, readable  # noqa: E402
 from spec.target import SpecError  # noqa: E402
 
 DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}
@@ -67,9 +68,10 @@ def build_demo(stage: Stage) -> gr.Blocks:
         return (f'<div class="status">{esc(status)}</div>', error_html(error), *lanes, gr.skip(), gr.skip(),
                 gr.skip())
 
-    def arm(request: gr.Request) -> None:
-        """Run clicked: forget a Stop pressed earlier while nothing of ours was queued."""
+    def arm(request: gr.Request) -> tuple:
+        """Run clicked: forget a Stop pressed earlier while nothing of ours was queued; Run off, Stop on."""
         stage.cancelled.discard(request.session_hash)
+        return armed(busy=stage.owner is not None)
 
     def run(prompt: str, max_new_tokens: float, temperature: float, top_p: float, top_k: float, seed: float,
             dspark_cap: float, dspark_threshold: float, dflash_len: float, baseline: bool, thinking: bool,
@@ -147,30 +149,6 @@ def build_demo(stage: Stage) -> gr.Blocks:
         else:
             stage.cancelled.add(sid)
 
-    def replay_api(prompt: str, max_new_tokens: int = 128, temperature: float = 0.0, top_p: float = 1.0,
-                   top_k: int = 0, seed: int = 0, dspark_cap: int = 0, dspark_threshold: float = 0.0,
-                   dflash_len: int = 0, baseline: bool = True, thinking: bool = False,
-                   speed: float = 1.0) -> Iterator[dict]:
-        """Run one race, then stream it again at its measured speed (speed 2 = twice as fast): one update
-        per round, {"wall", "engine", "tokens", "text"} with that lane's text so far; the last update
-        also carries "verdicts" and "finish_order"."""
-        from spec.race import replay as replayed, standings
-
-        events = list(race_events(stage, prompt, (max_new_tokens, temperature, top_p, top_k, seed, dspark_cap,
-                                                  dspark_threshold, dflash_len, baseline, thinking)))
-        texts: dict[str, str] = {}
-        try:
-            for ev in replayed(events, speed):
-                if ev.kind == "round":
-                    texts[ev.engine] = texts.get(ev.engine, "") + ev.round.text
-                    yield {"wall": round(ev.wall, 3), "engine": ev.engine, "tokens": ev.meter.tokens,
-                           "text": texts[ev.engine]}
-                elif ev.kind == "finish":
-                    yield {"wall": round(ev.wall, 3), "texts": texts, "verdicts": ev.verdicts,
-                           "finish_order": [[n, round(t, 3)] for n, t in standings(ev.results)]}
-        except SpecError as e:
-            raise gr.Error(str(e)) from e
-
     def sweep_handler(domains: list[str], per_domain: float, own: str, sweep_max_new: float, max_new_tokens: float,
                       temperature: float, top_p: float, top_k: float, seed: float, dspark_cap: float,
                       dspark_threshold: float, dflash_len: float, baseline: bool, thinking: bool,
@@ -238,43 +216,8 @@ def build_demo(stage: Stage) -> gr.Blocks:
             "speed changes.</p></div>")
         header = gr.HTML(describe(stage), elem_id="header")
         errors = gr.HTML(error_html(stage.error), elem_id="errors")
-        with gr.Tabs(elem_id="modes"):
-            with gr.Tab("Race", elem_id="race-tab"):
-                with gr.Row(equal_height=False):
-                    with gr.Column(scale=5):
-                        prompt = gr.Textbox(label="Prompt", lines=3, max_lines=8, elem_id="prompt",
-                                            placeholder="Ask anything, or pick an example below…")
-                    with gr.Column(scale=1, min_width=160):
-                        run_btn = gr.Button("Run race", variant="primary", elem_id="run")
-                        stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-                        replay_btn = gr.Button("Replay at measured speed", size="sm", elem_id="replay")
-                with gr.Tabs(elem_id="examples"):
-                    for domain, title in DOMAINS.items():
-                        with gr.Tab(title):
-                            gr.Examples([[p] for p in examples(domain)], inputs=[prompt], label=None,
-                                        examples_per_page=6)
-                status = gr.HTML('<div class="status">Ready.</div>', elem_id="status")
-                gr.HTML('<div class="legend"><span><i class="sw acc"></i>accepted draft tokens (came from the head, '
-                        'checked by the target)</span><span><i class="sw own"></i>the target\'s own token '
-                        '(one per round: the bonus or a correction)</span></div>')
-                lane_out: list[gr.HTML] = []
-                first = idle_lanes(stage)
-                with gr.Row(equal_height=True, elem_id="lanes"):
-                    for i, name in enumerate(LANES):
-                        with gr.Column(min_width=240, elem_classes=["lane", name]):
-                            lane_out.append(gr.HTML(first[2 * i], elem_id=f"meters-{name}"))
-                            lane_out.append(gr.HTML(first[2 * i + 1], elem_id=f"text-{name}", max_height=420,
-                                                    autoscroll=True))
-                plot = gr.LinePlot(None, x="round", y="accept length", color="engine", color_map=COLORS,
-                                   y_lim=[0, None], x_axis_format="d", elem_id="plot",
-                                   label="Accept length per round (tokens committed per target forward)")
-                table = gr.DataFrame(empty_table(), label="Results (decode tok/s uses each engine's own busy time)",
-                                     interactive=False, elem_id="table")
-                files = gr.File(label="Download the results (CSV, JSON)", file_count="multiple", interactive=False,
-                                elem_id="files", visible=False)
-            with gr.Tab("Domain sweep", elem_id="sweep-tab"):
-                sweep_inputs, sweep_run, sweep_stop, sweep_out = sweep_tab()
-        with gr.Accordion("Settings", open=False, elem_id="settings"):
+        with gr.Accordion("Settings: model, max tokens, sampling, draft length", open=False,
+                          elem_id="settings"):
             with gr.Row():
                 first_preset = stage.choice.preset if stage.choice else "pocket"
                 may = stage.exposure.may_switch
@@ -313,6 +256,44 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 baseline = gr.Checkbox(True, label="Run the greedy baseline", elem_id="baseline")
                 thinking = gr.Checkbox(False, label="Let the model think (enable_thinking)",
                                        elem_id="thinking")
+        with gr.Tabs(elem_id="modes"):
+            with gr.Tab("Race", elem_id="race-tab"):
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=5):
+                        prompt = gr.Textbox(label="Prompt", lines=3, max_lines=8, elem_id="prompt", info=SUBMIT_HINT,
+                                            placeholder="Ask anything, or pick an example below…")
+                    with gr.Column(scale=1, min_width=160):
+                        run_btn = gr.Button(RUN_LABEL, variant="primary", elem_id="run")
+                        stop_btn = gr.Button("Stop", variant="stop", interactive=False, elem_id="stop")
+                        replay_btn = gr.Button("Replay at measured speed", size="sm", elem_id="replay")
+                with gr.Tabs(elem_id="examples"):
+                    for domain, title in DOMAINS.items():
+                        with gr.Tab(title):
+                            with gr.Row(elem_classes=["example-list"]):  # buttons: gr.Examples cuts at 60 chars
+                                for text in examples(domain):
+                                    pick = gr.Button(text, size="sm", elem_classes=["example"])
+                                    pick.click(lambda v: v, pick, prompt, queue=False, api_visibility="private")
+                status = gr.HTML('<div class="status">Ready.</div>', elem_id="status")
+                gr.HTML('<div class="legend"><span><i class="sw acc"></i>accepted draft tokens (came from the head, '
+                        'checked by the target)</span><span><i class="sw own"></i>the target\'s own token '
+                        '(one per round: the bonus or a correction)</span></div>')
+                lane_out: list[gr.HTML] = []
+                first = idle_lanes(stage)
+                with gr.Row(equal_height=True, elem_id="lanes"):
+                    for i, name in enumerate(LANES):
+                        with gr.Column(min_width=240, elem_classes=["lane", name]):
+                            lane_out.append(gr.HTML(first[2 * i], elem_id=f"meters-{name}"))
+                            lane_out.append(gr.HTML(first[2 * i + 1], elem_id=f"text-{name}", max_height=420,
+                                                    autoscroll=True))
+                plot = gr.LinePlot(None, x="round", y="accept length", color="engine", color_map=COLORS,
+                                   y_lim=[0, None], x_lim=[1, PLOT_ROUNDS], x_axis_format="d", elem_id="plot",
+                                   label="Accept length per round (tokens committed per target forward)")
+                table = gr.DataFrame(empty_table(), label="Results (decode tok/s uses each engine's own busy time)",
+                                     interactive=False, elem_id="table")
+                files = gr.File(label="Download the results (CSV, JSON)", file_count="multiple", interactive=False,
+                                elem_id="files", visible=False)
+            with gr.Tab("Domain sweep", elem_id="sweep-tab"):
+                sweep_inputs, sweep_run, sweep_stop, sweep_out = sweep_tab()
         gr.HTML('<div class="foot">One clock: the engines share one MLX thread, and the one that has computed '
                 "least so far always runs next, so at every moment each lane shows what that engine alone would "
                 "have written after the same amount of its own compute (the race clock, in engine seconds; the "
@@ -323,10 +304,14 @@ def build_demo(stage: Stage) -> gr.Blocks:
                  auto_length]
         outputs = [status, errors, *lane_out, plot, table, files]
         private = dict(api_visibility="private")
-        gr.on([run_btn.click, prompt.submit], arm, None, None, queue=False, **private).then(
+        buttons = [run_btn, stop_btn]
+        gr.on([run_btn.click, prompt.submit], arm, None, [status, *buttons], queue=False, **private).then(
             run, [prompt, *knobs], outputs, concurrency_id="arena", concurrency_limit=1,
-            show_progress="minimal", show_progress_on=[status], **private)
-        replaying = replay_btn.click(replay_last, None, outputs, show_progress="hidden", **private)
+            show_progress="minimal", show_progress_on=[status], **private).then(
+            released, None, buttons, queue=False, **private)
+        replaying = replay_btn.click(lambda: armed(busy=False)[1:], None, buttons, queue=False, **private).then(
+            replay_last, None, outputs, show_progress="hidden", **private)
+        replaying.then(released, None, buttons, queue=False, **private)
         stop_btn.click(stop, None, None, queue=False, cancels=[replaying], **private)
 
         load_in = [preset, target_id, dspark_id, dflash_id]
@@ -344,7 +329,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
             sweep_handler, [*sweep_inputs, *knobs], sweep_out, concurrency_id="arena",
             concurrency_limit=1, show_progress="minimal", **private)
         sweep_stop.click(stop, None, None, queue=False, cancels=[sweeping], **private)
-        race_api, race_stream = endpoints(stage)
+        race_api, race_stream, replay_api = endpoints(stage)
         gr.api(race_api, api_name="race", concurrency_id="arena", concurrency_limit=1)
         gr.api(race_stream, api_name="race_stream", concurrency_id="arena", concurrency_limit=1)
         gr.api(replay_api, api_name="replay", concurrency_id="arena", concurrency_limit=1)
@@ -366,7 +351,9 @@ def knob_limits(stage: Stage) -> tuple:
 def theme() -> gr.themes.Base:
     return gr.themes.Soft(primary_hue="violet", secondary_hue="cyan", neutral_hue="slate").set(
         button_primary_background_fill="*primary_600", button_primary_background_fill_hover="*primary_700",
-        button_primary_text_color="white", button_primary_text_color_hover="white")
+        button_primary_text_color="white", button_primary_text_color_hover="white",
+        button_cancel_background_fill="#dc2626", button_cancel_background_fill_hover="#b91c1c",
+        button_cancel_text_color="white", button_cancel_text_color_hover="white")  # Stop: red while it can act
 
 
 def launch_kwargs() -> dict:

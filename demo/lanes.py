@@ -94,6 +94,8 @@ def meters_html(name: str, lane: Lane | None, speedup: float | None, place: int 
         k = m.drafted[-1]
         badges += (f'<span class="chosen" title="drafts verified in the last round">'
                    f'{"parked: plain step" if k == 0 else f"drafting {k}"}</span>')
+    if lane.done and getattr(lane.result, "finish_reason", "") == "length":
+        badges += '<span class="cut" title="the answer reached Max new tokens (Settings)">cut at max tokens</span>'
     if place is not None:
         badges = f'<span class="place p{place}">{ordinal(place)}</span>' + badges
     return (f'<div class="lane-card {name}">{head}<div class="meters">{body}</div>'

@@ -3,6 +3,7 @@ table, fed event by event from spec.race; outputs() gives what the page's compon
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,8 +11,11 @@ import gradio as gr
 import pandas as pd
 
 from demo.lanes import LANES, Lane, meters_html, text_html
+from demo.notes import below_greedy_html
 from demo.status import status_html
 from spec.target import SpecError
+
+PLOT_ROUNDS = 32  # the accept-length chart's x axis grows by this many rounds
 
 
 @dataclass
@@ -33,6 +37,7 @@ class View:
     prompt_tokens: int = 0
     stopping: bool = False  # Stop pressed, the race not ended yet
     rounds: dict[str, list[dict]] = field(default_factory=dict)  # engine -> its rounds, for the download
+    plot_span: int = 0  # the rounds the chart's x axis was last sent with
 
     @classmethod
     def for_arena(cls, arena: Any, settings: Any) -> "View":
@@ -103,8 +108,23 @@ class View:
             cols += [meters_html(name, lane, self.speedup(name) if lane else None, self.place(name)),
                      text_html(name, lane)]
         files = gr.File(value=self.files, visible=True) if self.files else gr.File(value=None, visible=False)
-        return (status_html(self), "", *cols, self.plot(), self.table if self.table is not None else empty_table(),
-                files)
+        table = self.table if self.table is not None else empty_table()
+        return (status_html(self) + below_greedy_html(self), "", *cols, self.plot_update(), table, files)
+
+    def plot_update(self) -> Any:
+        """The chart's update: never None (an emptied chart throws on its next resize in Gradio 6), and
+        an x axis of whole multiples of PLOT_ROUNDS rounds, so its ticks fall on whole rounds: a span of
+        31+ over at most 35 ticks (a chart narrower than 1400 px) gives a tick step of 1 or more, where
+        a span of 4 had ticks at halves, printed "1, 2, 2, 3, 3". Sent again only when it grows (each
+        new x_lim redraws the chart)."""
+        plot = self.plot()
+        if plot is None:
+            return gr.skip()
+        span = PLOT_ROUNDS * max(1, math.ceil(int(plot["round"].max()) / PLOT_ROUNDS))
+        if span == self.plot_span:
+            return plot
+        self.plot_span = span
+        return gr.LinePlot(value=plot, x_lim=[1, span])
 
 
 def empty_table() -> pd.DataFrame:

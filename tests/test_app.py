@@ -3,7 +3,8 @@
 The app runs as `python demo/app.py` in a subprocess (the real entry point, its own MLX thread),
 offline (HF_HUB_OFFLINE=1: a hub preset fails fast with a readable error instead of downloading).
 Screenshots go to $SPEC_ARENA_ARTIFACTS (default tests/artifacts/); the pocket preset's (a real
-model, trained heads, a finished race) also goes to $SPEC_ARENA_SCREENSHOT when set (for assets/screenshot.png);
+model, trained heads, a finished race) also goes to $SPEC_ARENA_SCREENSHOT when set (for assets/screenshot.png),
+its phone picture (390 px) next to it with "-phone" before the extension (assets/screenshot-phone.png);
 the same test's mid-race picture is tests/artifacts/app-pocket-live.png (assets/race-live.png).
 """
 
@@ -297,7 +298,7 @@ def drive(page, url: str, long_tokens: int, short_tokens: int, hub_error: bool =
         page.locator("#preset input").click()
         qwen3 = next(label for label, value in preset_choices() if value == "qwen3")
         page.get_by_role("option", name=qwen3, exact=True).click()
-        page.click("#confirm-yes")  # it asks before downloading (tests/test_page.py)
+        page.click("#confirm-yes")  # it asks before downloading (tests/test_loading.py)
         expect(page.locator("#load-errors .error-box")).to_contain_text("could not load qwen3", timeout=60_000)
         expect(page.locator("#load-errors .error-box")).to_contain_text("Still serving")
         expect(page.locator("#preset input")).to_have_value(CUSTOM_LABEL)
@@ -327,15 +328,23 @@ def drive(page, url: str, long_tokens: int, short_tokens: int, hub_error: bool =
     assert texts["dspark"] == texts["dflash"] == texts["greedy"] and texts["greedy"].strip()
 
 
-def screenshot(page, name: str, publish: bool = False) -> Path:
-    """Into the artifacts folder; `publish` (a real model's race) also to $SPEC_ARENA_SCREENSHOT."""
-    page.locator("#settings button.label-wrap").click()  # close the accordion: the picture is the race
+def close_settings(page) -> None:
+    """Close the Settings panel if it is open (a click toggles it)."""
+    if page.locator("#settings button.label-wrap.open").count():
+        page.locator("#settings button.label-wrap").click()
+
+
+def screenshot(page, name: str, publish: bool = False, suffix: str = "", full_page: bool = True) -> Path:
+    """Into the artifacts folder; `publish` (a real model's race) also to $SPEC_ARENA_SCREENSHOT, with
+    `suffix` before its extension (the phone picture: screenshot-phone.png next to screenshot.png)."""
+    close_settings(page)  # the picture is the race
     page.evaluate("() => document.querySelectorAll('[data-testid=toast-body]').forEach(t => t.remove())")
     page.wait_for_timeout(300)
     path = artifacts() / name
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     if publish and os.environ.get("SPEC_ARENA_SCREENSHOT"):
         dest = Path(os.environ["SPEC_ARENA_SCREENSHOT"])
+        dest = dest.with_name(dest.stem + suffix + dest.suffix)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, dest)
     return path
@@ -477,6 +486,12 @@ def test_browser_the_lanes_move_on_one_clock(browser, pocket_app):
         slowest = race_clock(page)
         assert slowest == pytest.approx(max(c["clock"] for c in done.values()), abs=0.06)
         screenshot(page, "app-pocket-finished.png", publish=True)
+        page.set_viewport_size({"width": 390, "height": 844})  # the same finished race on a phone
+        page.locator("#status").scroll_into_view_if_needed()
+        page.evaluate("() => window.scrollBy(0, document.querySelector('#status').getBoundingClientRect().top - 8)")
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+        screenshot(page, "app-pocket-finished-phone.png", publish=True, suffix="-phone", full_page=False)
+        page.set_viewport_size({"width": 1440, "height": 1100})
         tic = clock.monotonic()
         page.click("#replay")
         expect(page.locator("#status")).to_contain_text("Replaying", timeout=10_000)

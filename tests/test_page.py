@@ -1,333 +1,242 @@
-"""Loading, downloads, the API and what the app lets and tells visitors (issue 19), on the real app.
+"""The race page as a user meets it (issue 19): a phone's width, a queued second user, two races in a
+row without console errors, whole-round x labels on the chart, Run off while a race runs; and the two
+notes a finished lane or race can carry (cut at max tokens, slower than greedy).
 
-Browser tests drive `python demo/app.py` (offline: HF_HUB_OFFLINE=1) in Debian's Chromium, as test_app."""
+Browser tests reuse tests/test_app.py's served app (tiny random models) and Debian's Chromium."""
 
 from __future__ import annotations
 
-import json
 import re
-import urllib.request
+import sys
 from pathlib import Path
 
 import pytest
 
-from test_app import PROMPT, App, artifacts, browser  # noqa: F401  (browser: the shared fixture)
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from demo.lanes import Lane, meters_html  # noqa: E402
+from demo.notes import below_greedy_html  # noqa: E402
+from demo.view import View  # noqa: E402
+from test_app import PROMPT, STREAMING_JS, app, browser, set_max_tokens, wait_done  # noqa: E402,F401
+
+LANE_IDS = ("dspark", "dflash", "greedy")
 
 
-def tiny_args(tiny_dir: Path) -> list[str]:
-    return ["--target", str(tiny_dir / "qwen3"), "--dspark", str(tiny_dir / "dspark-qwen3"),
-            "--dflash", str(tiny_dir / "dflash-qwen3")]
+def settings(page, want_open: bool) -> None:
+    """Open or close the Settings panel (a click toggles it)."""
+    if (page.locator("#settings button.label-wrap.open").count() > 0) != want_open:
+        page.locator("#settings button.label-wrap").click()
 
 
-@pytest.fixture(scope="module")
-def app(tiny_dir, tmp_path_factory):
-    a = App(tiny_args(tiny_dir), tmp_path_factory.mktemp("page") / "app.log")
-    yield a
-    a.close()
-
-
-@pytest.fixture(scope="module")
-def not_a_head(tiny_dir) -> Path:
-    """A folder that exists but holds no model."""
-    out = tiny_dir / "not-a-head"
-    out.mkdir(exist_ok=True)
-    (out / "notes.txt").write_text("not a model\n")
-    return out
-
-
-def open_settings(page, url: str) -> None:
+def fresh(page, url: str, tokens: int, prompt: str = PROMPT) -> None:
     page.goto(url)
     page.wait_for_selector("#run")
-    page.locator("#settings button.label-wrap").click()
+    page.fill("#prompt textarea", prompt)
+    settings(page, True)
+    set_max_tokens(page, tokens)
+    settings(page, False)
 
 
-def pick(page, preset: str) -> None:
-    from demo.stage import preset_choices
+# -- without a browser -----------------------------------------------------------------------------
 
-    page.locator("#preset input").click()
-    label = next(lbl for lbl, value in preset_choices() if value == preset)
-    page.get_by_role("option", name=label, exact=True).click()
-
-
-def toasts(page) -> int:
-    return page.locator("[data-testid=toast-body]").count()
+class Meter:
+    def __init__(self, tok_s: float, accept: float = 1.2):
+        self.tok_s, self.busy, self.rounds, self.mean_accept = tok_s, 1.0, 10, accept
+        self.tokens, self.clock, self.drafted, self.accept_lengths = 12, 1.0, [], [accept] * 10
 
 
-# -- loading ------------------------------------------------------------------------------------
+class Result:
+    def __init__(self, reason: str):
+        self.finish_reason, self.text = reason, ""
+
+
+def test_a_lane_cut_by_max_tokens_says_so():
+    lane = Lane("dflash")
+    lane.meter = Meter(10.0)
+    lane.finish(Result("length"))
+    assert "cut at max tokens" in meters_html("dflash", lane, 1.0)
+    lane.finish(Result("eos"))
+    assert "cut at max tokens" not in meters_html("dflash", lane, 1.0)
+
+
+def test_a_head_slower_than_greedy_gets_a_note_at_the_end():
+    view = View({n: Lane(n) for n in LANE_IDS}, state="finished")
+    for name, tok_s in (("dspark", 12.0), ("dflash", 8.0), ("greedy", 10.0)):
+        view.lanes[name].meter = Meter(tok_s)
+    note = below_greedy_html(view)
+    assert "DFlash ×0.80" in note and "DSpark" not in note and "verif" in note
+    view.state = "racing"
+    assert below_greedy_html(view) == ""
+
+
+# -- in the browser --------------------------------------------------------------------------------
+
+LAYOUT_JS = """() => {
+  const box = e => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom}; };
+  return {scroll: document.documentElement.scrollWidth, width: window.innerWidth,
+    run: box(document.querySelector('#run')),
+    lanes: ['dspark', 'dflash', 'greedy'].map(n => box(document.querySelector(`#meters-${n} .lane-card`))),
+    labels: ['dspark', 'dflash', 'greedy'].map(n => [...document.querySelectorAll(`#meters-${n} .m > div`)]
+      .map(k => ({...box(k), spill: k.scrollWidth > k.clientWidth + 1, text: k.textContent})))};
+}"""
+
+
+def overlap(a: dict, b: dict) -> bool:
+    return a["l"] < b["r"] - 0.5 and b["l"] < a["r"] - 0.5 and a["t"] < b["b"] - 0.5 and b["t"] < a["b"] - 0.5
+
+
+def check_layout(page, width: int) -> dict:
+    got = page.evaluate(LAYOUT_JS)
+    assert got["scroll"] <= got["width"] == width, f"the page is {got['scroll']} px wide at {width} px"
+    assert 0 <= got["run"]["l"] and got["run"]["r"] <= width, got["run"]
+    for lane in got["labels"]:
+        assert len(lane) == 10  # five meters: a value and a label each
+        for i, a in enumerate(lane):
+            assert not a["spill"], f"{a['text']} spills out of its cell at {width} px"
+            for b in lane[i + 1:]:
+                assert not overlap(a, b), f"{a['text']} and {b['text']} overlap at {width} px"
+    return got
+
 
 @pytest.mark.browser
-def test_browser_a_custom_head_that_is_not_a_model_is_named(app, browser, tiny_dir, not_a_head):
+def test_the_page_fits_a_phone_and_a_wide_screen(app, browser):
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    try:
-        open_settings(page, app.url)
-        page.locator("#dspark textarea, #dspark input").first.fill("")
-        page.locator("#dflash textarea, #dflash input").first.fill(str(not_a_head))
-        page.click("#load")
-        box = page.locator("#load-errors .error-box")  # next to Load, inside Settings
-        expect(box).to_contain_text("DFlash head", timeout=60_000)
-        text = box.inner_text()
-        assert "not-a-head" in text and "no config.json" in text and "not a model" in text, text
-        assert not text.startswith("Error. could not load qwen3"), text  # not blamed on the target
-        assert toasts(page) == 0
-    except Exception:
-        page.screenshot(path=str(artifacts() / "page-head-error-failure.png"), full_page=True)
-        raise
-    finally:
-        page.close()
-
-
-@pytest.mark.browser
-def test_browser_a_hub_preset_asks_before_downloading(app, browser):
-    from playwright.sync_api import expect
-
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    try:
-        open_settings(page, app.url)
-        header = page.locator("#header").inner_text()
-        pick(page, "qwen3")
-        ask = page.locator("#confirm-text")
-        expect(ask).to_be_visible(timeout=30_000)
-        expect(ask).to_contain_text("mlx-community/Qwen3-4B-8bit")
-        assert re.search(r"about [0-9.]+ GB", ask.inner_text()), ask.inner_text()
-        page.wait_for_timeout(1500)  # nothing starts until confirmed
-        assert page.locator("#load-errors .error-box").count() == 0
-        assert page.locator("#header").inner_text() == header
-        page.click("#confirm-yes")
-        box = page.locator("#load-errors .error-box")
-        expect(box).to_contain_text("could not load qwen3", timeout=60_000)
-        text = box.inner_text()
-        assert "not in the local hub cache" in text and "Still serving" in text, text
-        assert "LocalEntryNotFoundError" not in text and "\n" not in text.strip(), text
-        expect(ask).to_be_hidden()
-        assert toasts(page) == 0  # one message per failure: the box, no pile of toasts
-        pick(page, "gemma4")  # asked again; Cancel goes back to what is served
-        expect(ask).to_be_visible(timeout=30_000)
-        page.click("#confirm-no")
-        expect(ask).to_be_hidden()
-        expect(page.locator("#target")).to_be_visible()  # the served custom set, as it was
-    except Exception:
-        page.screenshot(path=str(artifacts() / "page-confirm-failure.png"), full_page=True)
-        raise
-    finally:
-        page.close()
-
-
-@pytest.mark.browser
-def test_browser_the_header_says_what_is_loaded_without_paths(app, browser, tiny_dir):
-    page = browser.new_page()
+    page = browser.new_page(viewport={"width": 390, "height": 844})
     try:
         page.goto(app.url)
-        chips = page.locator("#header").inner_text()
-        assert "DFlash head: dflash-qwen3" in chips and "target: qwen3" in chips, chips
-        assert str(tiny_dir) not in page.locator("#header").inner_html()
+        page.wait_for_selector("#meters-greedy .m")
+        check_layout(page, 390)  # idle
+        fresh(page, app.url, 8)
+        race_to_the_end(page)  # the meters hold real numbers now
+        got = check_layout(page, 390)
+        expect(page.locator("#run")).to_be_visible()
+        lanes = got["lanes"]
+        for upper, lower in zip(lanes, lanes[1:]):  # stacked: one column, each lane below the last
+            assert upper["b"] <= lower["t"] and abs(upper["l"] - lower["l"]) < 2, lanes
+        settings(page, True)  # the open Settings do not widen the page either
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+        settings(page, False)
+        for width in (820, 1440):
+            page.set_viewport_size({"width": width, "height": 1000})
+            page.wait_for_timeout(300)
+            got = check_layout(page, width)
+        assert len({round(lane["t"]) for lane in got["lanes"]}) == 1, got["lanes"]  # side by side when wide
     finally:
         page.close()
 
 
-# -- served beyond this machine -------------------------------------------------------------------
-
-def fetch(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return r.read().decode()
+SHOWN_JS = """(sel) => {  // on screen for a person: a box, not faded, not clipped away by a parent
+  const e = document.querySelector(sel);
+  if (!e) return false;
+  const r = e.getBoundingClientRect();
+  if (r.width < 1 || r.height < 1) return false;
+  let op = 1;
+  for (let x = e; x; x = x.parentElement) {
+    const s = getComputedStyle(x);
+    op *= parseFloat(s.opacity);
+    if (x !== e && s.overflow !== 'visible') {
+      const p = x.getBoundingClientRect();
+      if (r.top < p.top - 1 || r.bottom > p.bottom + 1 || r.left < p.left - 1 || r.right > p.right + 1) return false;
+    }
+  }
+  return op >= 0.9;
+}"""
 
 
 @pytest.mark.browser
-def test_browser_a_shared_server_refuses_switching_unless_allowed(browser, tiny_dir, not_a_head, tmp_path):
+def test_a_second_page_sees_it_is_queued_then_races(app, browser):
     from playwright.sync_api import expect
 
-    shared = App(["--host", "0.0.0.0", *tiny_args(tiny_dir)], tmp_path / "shared.log")
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    first, second = browser.new_page(), browser.new_page()
     try:
-        assert str(tiny_dir) not in fetch(shared.url + "config")  # no server path in the page
-        open_settings(page, shared.url)
-        expect(page.locator("#switch-off")).to_contain_text("--allow-custom")
-        expect(page.locator("#preset input")).to_be_disabled()
-        expect(page.locator("#load")).to_be_disabled()
-        expect(page.locator("#target")).to_be_hidden()
-        # a race's downloads and the API name no server path either
-        page.fill("#prompt textarea", PROMPT)
-        box = page.locator("#max-new input[type=number]")
-        box.fill("12")
-        box.press("Enter")
+        fresh(first, app.url, 2000, "Tell me a long story.")
+        fresh(second, app.url, 8)
+        first.click("#run")
+        first.wait_for_function(STREAMING_JS, timeout=60_000, polling="raf")
+        second.click("#run")
+        expect(second.locator("#status .status")).to_contain_text("Queued", timeout=10_000)
+        second.wait_for_function(SHOWN_JS, arg="#status .status.queued", timeout=10_000)
+        second.wait_for_function(SHOWN_JS, arg="#status .progress-text", timeout=20_000)  # Gradio's position
+        expect(second.locator("#status .progress-text")).to_contain_text(re.compile(r"queue: *\d+ */ *\d+"))
+        first.click("#stop")
+        wait_done(first, "stopped", timeout=60_000)
+        wait_done(second, timeout=60_000)  # its turn came: it raced to the end
+        expect(second.locator("#meters-dflash .verdict.ok")).to_have_text("✓ identical to greedy")
+    finally:
+        first.close()
+        second.close()
+
+
+X_LABELS_JS = """() => [...document.querySelectorAll('#plot svg g.role-axis')]
+  .filter(g => (g.getAttribute('aria-label') || '').startsWith('X-axis'))
+  .flatMap(g => [...g.querySelectorAll('g.role-axis-label text')].map(t => t.textContent))"""
+
+
+def race_to_the_end(page, submit_with_keys: bool = False) -> None:
+    """One race; waits for ITS finish (the status line before it is marked old)."""
+    page.evaluate("() => document.querySelector('#status .status').classList.add('old')")
+    if submit_with_keys:
+        page.locator("#prompt textarea").press("Shift+Enter")  # the shortcut the page names
+    else:
         page.click("#run")
-        page.wait_for_selector("#status .status.finished", timeout=120_000)
-        href = page.locator('#files a[href$=".json"]').first.get_attribute("href")
-        doc = page.request.get(href if href.startswith("http") else shared.url.rstrip("/") + href).text()
-        assert "per_round" in doc and str(tiny_dir) not in doc
-        from gradio_client import Client
+    page.wait_for_selector("#status .status.finished:not(.old)", timeout=60_000)
 
-        out = Client(shared.url, verbose=False).predict(PROMPT, 4, api_name="/race")
-        assert out["models"] == {"target": "qwen3", "dspark": "dspark-qwen3", "dflash": "dflash-qwen3"}
-    except Exception:
-        page.screenshot(path=str(artifacts() / "page-shared-failure.png"), full_page=True)
-        raise
+
+@pytest.mark.browser
+def test_two_races_in_a_row_leave_no_console_errors(app, browser):
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    try:
+        fresh(page, app.url, 12)
+        race_to_the_end(page)
+        race_to_the_end(page, submit_with_keys=True)
+        page.wait_for_timeout(1000)  # a resize after the last update threw on the old page
+        assert errors == []
     finally:
         page.close()
-        shared.close()
 
-    allowed = App(["--host", "0.0.0.0", "--allow-custom", *tiny_args(tiny_dir)], tmp_path / "allowed.log")
+
+@pytest.mark.browser
+def test_the_chart_labels_each_round_once(app, browser):
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     try:
-        assert str(tiny_dir) not in fetch(allowed.url + "config")
-        open_settings(page, allowed.url)
-        expect(page.locator("#preset input")).to_be_enabled()
-        pick(page, "custom")
-        page.locator("#target textarea, #target input").first.fill(str(tiny_dir / "qwen3"))
-        page.locator("#dflash textarea, #dflash input").first.fill(str(not_a_head))
-        page.click("#load")
-        box = page.locator("#load-errors .error-box")
-        expect(box).to_contain_text("DFlash head", timeout=60_000)
-        assert "not-a-head" in box.inner_text() and str(tiny_dir) not in box.inner_text(), box.inner_text()
-    except Exception:
-        page.screenshot(path=str(artifacts() / "page-allowed-failure.png"), full_page=True)
-        raise
+        for tokens in (3, 48):  # two rounds (ticks at halves once read 1, 2, 2) and more
+            fresh(page, app.url, tokens)
+            race_to_the_end(page)
+            page.wait_for_function(f"() => ({X_LABELS_JS})().length > 0", timeout=10_000)
+            page.wait_for_timeout(500)
+            labels = page.evaluate(X_LABELS_JS)
+            assert len(labels) == len(set(labels)) and all(re.fullmatch(r"\d+", x) for x in labels), labels
     finally:
         page.close()
-        allowed.close()
 
 
-# -- the download -------------------------------------------------------------------------------
+@pytest.mark.browser
+def test_run_is_off_and_stop_on_only_while_racing(app, browser):
+    from playwright.sync_api import expect
 
-def test_the_json_download_has_rounds_time_versions_and_no_paths(tiny_dir):
-    from datetime import datetime, timezone
-
-    from demo.export import save_results
-    from demo.stage import Choice, Stage, settings_of
-    from demo.view import View
-
-    stage = Stage()
-    stage.load(Choice("custom", str(tiny_dir / "qwen3"), str(tiny_dir / "dspark-qwen3"),
-                      str(tiny_dir / "dflash-qwen3")))
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
     try:
-        settings = settings_of(16, 0, 1, 0, 0, 0, 0, 0, True)
-        view = View.for_arena(stage.arena, settings)
-        for ev in stage.arena.race(PROMPT, settings):
-            view.feed(ev)
+        fresh(page, app.url, 2000, "Tell me a long story.")
+        expect(page.locator("#stop")).to_be_disabled()
+        page.click("#run")
+        expect(page.locator("#run")).to_be_disabled()
+        expect(page.locator("#run")).to_have_text("Racing…")
+        expect(page.locator("#stop")).to_be_enabled()
+        page.wait_for_function(STREAMING_JS, timeout=60_000, polling="raf")
+        page.click("#stop")
+        wait_done(page, "stopped", timeout=60_000)
+        expect(page.locator("#run")).to_be_enabled(timeout=10_000)
+        expect(page.locator("#run")).to_have_text("Run race")
+        expect(page.locator("#stop")).to_be_disabled()
+        page.fill("#prompt textarea", " ")  # a refused run gives both back too
+        page.click("#run")
+        expect(page.locator("#errors .error-box")).to_contain_text("prompt is empty")
+        expect(page.locator("#run")).to_be_enabled(timeout=10_000)
+        expect(page.locator("#stop")).to_be_disabled()
     finally:
-        stage.arena.close()
-    when = datetime(2026, 12, 4, 8, 0, 0, 123000, tzinfo=timezone.utc)
-    first = save_results(view, PROMPT, settings, stage.names(), when)
-    second = save_results(view, PROMPT, settings, stage.names())
-    assert {Path(f).name for f in first} == {"spec-arena-20261204-080000-123.csv", "spec-arena-20261204-080000-123.json"}
-    assert not {Path(f).name for f in first} & {Path(f).name for f in second}  # unique per race
-    text = Path(first[1]).read_text()
-    assert str(tiny_dir) not in text
-    doc = json.loads(text)
-    assert doc["timestamp"] == "2026-12-04T08:00:00+00:00"
-    assert set(doc["versions"]) == {"spec-arena", "mlx", "mlx-lm", "gradio"}
-    assert doc["models"] == {"target": "qwen3", "dspark": "dspark-qwen3", "dflash": "dflash-qwen3"}
-    for name in ("dspark", "dflash", "greedy"):
-        lane = doc["per_round"][name]
-        result = next(r for r in doc["results"] if r["engine"] == name)
-        assert len(lane["accept_lengths"]) == len(lane["draft_lengths"]) == len(lane["round_seconds"]) == result[
-            "rounds"] > 0
-        assert 1 + sum(lane["accept_lengths"]) == result["tokens"]  # the prefill's first token + the rounds'
-        assert all(s > 0 for s in lane["round_seconds"])
-    assert any(k > 0 for k in doc["per_round"]["dflash"]["draft_lengths"])
-
-
-# -- the API ------------------------------------------------------------------------------------
-
-def test_the_race_endpoint_has_a_typed_described_return(app):
-    info = json.loads(fetch(app.url + "gradio_api/info"))["named_endpoints"]
-    race = info["/race"]
-    props = race["returns"][0]["type"]["properties"]
-    assert {"table", "texts", "verdicts", "finish_order", "winner", "models"} <= set(props)
-    assert props["verdicts"] == {"type": "object", "additionalProperties": {"type": "string"}}
-    assert "Returns the results table" in race["description"]
-    stream = info["/race_stream"]["returns"][0]["type"]["properties"]
-    assert {"state", "lanes", "verdicts", "table"} <= set(stream)
-
-
-def test_the_api_refuses_more_tokens_than_the_page_allows(app):
-    from gradio_client import Client
-    from gradio_client.exceptions import AppError
-
-    c = Client(app.url, verbose=False)
-    for api in ("/race", "/race_stream"):
-        with pytest.raises(AppError, match="max_new_tokens must be between 1 and 2048"):
-            c.predict(PROMPT, 4096, api_name=api)
-
-
-def test_the_stream_endpoint_yields_updates_while_the_race_runs(app):
-    from gradio_client import Client
-
-    job = Client(app.url, verbose=False).submit(PROMPT, 48, api_name="/race_stream")
-    updates = list(job)
-    last = job.result(timeout=120)
-    live = [u for u in updates if u["state"] == "racing"]
-    assert len(live) >= 3 and last["state"] == "finished"
-    walls = [u["wall_seconds"] for u in updates]
-    assert walls == sorted(walls) and live[0]["wall_seconds"] < last["wall_seconds"]
-    tokens = [sum(lane["tokens"] for lane in u["lanes"].values()) for u in updates]
-    assert tokens == sorted(tokens) and tokens[0] < tokens[-1]
-    assert last["verdicts"] == {"dspark": "identical to greedy", "dflash": "identical to greedy"}
-    assert [row["engine"] for row in last["table"]] == ["dspark", "dflash", "greedy"]
-    assert len({lane["text"] for lane in last["lanes"].values()}) == 1 and last["winner"]["engine"]
-
-
-# -- helpers, without a server ---------------------------------------------------------------------
-
-def test_the_pocket_preset_is_named_not_pathed():
-    from demo.stage import Choice, model_names
-
-    info = {"target": "/srv/x/SmolLM2", "dspark": "/srv/x/heads/dspark", "dflash": "/srv/x/heads/dflash"}
-    names = model_names(Choice("pocket"), info)
-    assert names["dflash"] == names["dspark"] == "pocket (trained here)"
-    assert names["target"].startswith("SmolLM2-135M-Instruct") and "/" not in names["target"]
-    hub = {"target": "mlx-community/Qwen3-4B-8bit", "dflash": "z-lab/Qwen3-4B-DFlash-b16"}
-    assert model_names(Choice("qwen3"), hub) == hub
-
-
-def test_a_preset_already_in_the_hub_cache_needs_no_question(monkeypatch):
-    import demo.download as dl
-    from demo.stage import Choice
-
-    assert dl.to_download(Choice("pocket")) == {}  # offline by construction
-    assert set(dl.to_download(Choice("qwen3"))) == {"target", "dspark", "dflash"}  # not cached here
-    monkeypatch.setattr(dl, "cached", lambda repo: repo != "z-lab/Qwen3-4B-DFlash-b16")
-    assert dl.to_download(Choice("qwen3")) == {"dflash": "z-lab/Qwen3-4B-DFlash-b16"}
-
-
-def test_served_beyond_localhost_is_decided_by_host_and_share():
-    from demo.exposure import Exposure
-
-    assert not Exposure.of("127.0.0.1").public and Exposure.of("127.0.0.1").may_switch
-    assert Exposure.of("0.0.0.0").public and not Exposure.of("0.0.0.0").may_switch
-    assert Exposure.of("127.0.0.1", share=True).public
-    assert Exposure.of("0.0.0.0", allow_custom=True).may_switch
-    said = Exposure.of("0.0.0.0").scrub("could not load /home/me/models/qwen: /home/me/models/qwen has no config.json")
-    assert said == "could not load …/qwen: …/qwen has no config.json"
-    assert Exposure.of("::1").scrub("/a/b") == "/a/b"
-
-
-def test_the_hub_librarys_raw_errors_read_as_one_line():
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
-    from demo.view import readable
-
-    raw = LocalEntryNotFoundError("An error happened while trying to locate the files on the Hub.\nGot: ConnectError")
-    said = readable(raw)
-    assert "LocalEntryNotFoundError" not in said and "\n" not in said and "hub cannot be reached" in said
-
-
-def test_the_question_tells_the_hubs_size_online_and_the_notes_offline(monkeypatch):
-    from types import SimpleNamespace
-
-    import huggingface_hub
-
-    import demo.download as dl
-    from demo.stage import Choice
-
-    files = [("model.safetensors", 4_000_000_000), ("config.json", 1_000), ("model.py", 10**9), ("README.md", 5)]
-    info = SimpleNamespace(siblings=[SimpleNamespace(rfilename=n, size=b) for n, b in files])
-    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", lambda self, repo, **kw: info)
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    assert dl.repo_bytes("a/b", ("*.json", "*.safetensors")) == 4_000_001_000  # never a .py, no README
-    repos = dl.hub_refs(Choice("qwen3"))
-    assert "**Loading qwen3 downloads 12.0 GB in all (measured on the hub)**" in dl.download_question(
-        Choice("qwen3"), repos)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert "about 8 GB (the preset's estimate" in dl.download_question(Choice("qwen3"), repos)
+        page.close()

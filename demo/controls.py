@@ -1,0 +1,28 @@
+"""Run and Stop around one race: what the page shows from the click until the race ends.
+
+A click disables Run ("Racing…") and arms Stop at once (not queued), so nobody starts a second race
+by accident and Stop looks usable exactly when it is; the status line says "Queued" while another
+race holds the arena (Gradio's queue position shows next to it). Finish, stop or error give both back."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+RUN_LABEL = "Run race"
+RACING_LABEL = "Racing…"
+SUBMIT_HINT = "Shift+Enter runs the race; Enter adds a new line."
+
+
+def armed(busy: bool) -> tuple[str, gr.Button, gr.Button]:
+    """Status, Run, Stop right after a click; `busy`: another race holds the arena, so ours is queued."""
+    if busy:
+        status = ('<div class="status queued"><span class="pulse wait"></span><b>Queued</b>: another race is '
+                  "running on this server; yours starts as soon as it ends (Stop cancels it).</div>")
+    else:
+        status = '<div class="status starting"><span class="pulse"></span>Starting the race…</div>'
+    return status, gr.Button(RACING_LABEL, interactive=False), gr.Button(interactive=True)
+
+
+def released() -> tuple[gr.Button, gr.Button]:
+    """Run and Stop once the race is over (finished, stopped, refused or failed)."""
+    return gr.Button(RUN_LABEL, interactive=True), gr.Button(interactive=False)
