@@ -19,7 +19,8 @@ def below_greedy_html(view: Any) -> str:
             slow.append(f"{LANES[name]} ×{ratio:.2f}, accept length {lane.meter.mean_accept:.2f}")
     if not slow:
         return ""
-    return ('<div class="note slower"><b>Slower than greedy here</b> (' + esc("; ".join(slow)) + "). A "
+    plain = "plain sampling" if view.sampled else "greedy"
+    return (f'<div class="note slower"><b>Slower than {plain} here</b> (' + esc("; ".join(slow)) + "). A "
             "speculative round verifies k drafts in one target forward, which costs more than one plain step "
             "(on a CPU, markedly more), plus the head's drafting; it pays only when enough drafts are accepted, "
             "and drafts the target rejects are wasted work. A weak head, or a prompt it was not trained on, "

@@ -101,6 +101,22 @@ def test_parked_steps_pipeline_and_keep_every_tap_for_the_drafter(tiny_dir, qwen
     assert gen.result.token_ids == Engine(qwen3).generate(prompt, 12).token_ids
 
 
+def test_probes_that_land_nothing_come_less_often():
+    costs = Costs(verify=[10.0, 11.0, 12.0], draft=[0.0, 1.0, 1.5], prior=[0.05, 0.05])
+    auto = AutoDraft(costs, max_k=2, probe_every=2)
+    gaps = []
+    for _ in range(40):
+        k = auto.next()
+        auto.observe(drafted=k, accepted=0)
+        if k:
+            gaps.append(auto.gap)
+    assert gaps[:4] == [4, 8, 16, 16]  # doubled after each empty probe, up to 8x probe_every
+    while auto.next() == 0:
+        pass
+    auto.observe(drafted=2, accepted=1)  # a probe that lands
+    assert auto.gap == 2
+
+
 def test_costs_are_measured_once_and_cached(tiny_dir, qwen3, tmp_path, monkeypatch):
     head = load_dflash(str(tiny_dir / "dflash-qwen3"), qwen3)
     calls = []
