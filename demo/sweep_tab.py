@@ -86,7 +86,6 @@ def sweep_api(stage: Any, domains: str = "chat,code,math", per_domain: int = 2, 
               max_new_tokens: int = 48, temperature: float = 0.0) -> dict:
     """Run the sweep to the end: the table (method x domain records: accept, tok/s, speedup, lossless),
     its release layout (grid) and the per-race rows."""
-    from spec.race import RaceSettings
     from spec.sweep import grid, sweep
 
     if stage.arena is None:
@@ -97,8 +96,8 @@ def sweep_api(stage: Any, domains: str = "chat,code,math", per_domain: int = 2, 
         if unknown:
             raise SpecError(f"unknown domain(s) {unknown}: choose from {', '.join(DOMAIN_NAMES)}")
         last = None
-        for last in sweep(stage.arena.race, sweep_prompts(chosen, per_domain, prompts),
-                          RaceSettings(max_new_tokens=int(max_new_tokens), temperature=float(temperature))):
+        settings = settings_of(max_new_tokens, temperature, 1.0, 0, 0, 0, 0.0, 0, True, auto_length=True)
+        for last in sweep(stage.arena.race, sweep_prompts(chosen, per_domain, prompts), settings):
             pass
     except Exception as e:
         raise gr.Error(stage.tell(e)) from e

@@ -249,6 +249,8 @@ def test_the_api_refuses_more_tokens_than_the_page_allows(app):
     for api in ("/race", "/race_stream"):
         with pytest.raises(AppError, match="max_new_tokens must be between 1 and 2048"):
             c.predict(PROMPT, 4096, api_name=api)
+    with pytest.raises(AppError, match="max_new_tokens must be between 1 and 2048"):
+        c.predict("chat", 1, "", 4096, api_name="/sweep")
 
 
 def test_the_stream_endpoint_yields_updates_while_the_race_runs(app):
