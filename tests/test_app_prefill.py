@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from test_app import app, artifacts, browser, pocket_app, set_max_tokens, wait_done  # noqa: F401 (fixtures)
+from test_app import app, artifacts, browser, pocket_app, wait_done  # noqa: F401 (fixtures)
 
 LONG = " ".join(f"Paragraph {i}: the committee reviewed the river survey, the bridge inspection and the budget "
                 f"for the coming season, and asked for a short summary of each item." for i in range(60))
@@ -22,6 +22,7 @@ def page_of(browser, url: str, failure: str):
     try:
         page.goto(url)
         page.wait_for_selector("#run")
+        page.wait_for_load_state("networkidle")
         yield page
     except Exception:
         page.screenshot(path=str(artifacts() / failure), full_page=True)
@@ -35,9 +36,17 @@ def open_settings(page) -> None:
 
 
 def set_slider(page, elem_id: str, value: float) -> None:
-    box = page.locator(f"#{elem_id} input[type=number]")
-    box.fill(str(value))
-    box.press("Enter")
+    """Type the value and wait until the slider itself shows it (a page still starting up resets it)."""
+    from playwright.sync_api import expect
+
+    box, bar = page.locator(f"#{elem_id} input[type=number]"), page.locator(f"#{elem_id} input[type=range]")
+    for _ in range(3):
+        box.fill(str(value))
+        box.press("Enter")
+        page.wait_for_timeout(300)
+        if float(bar.input_value()) == float(value):
+            return
+    expect(bar).to_have_value(str(value))
 
 
 @pytest.mark.browser
@@ -74,7 +83,7 @@ def test_sampled_verdicts_are_computed_and_the_third_lane_is_plain_sampling(brow
     with page_of(browser, app.url, "app-sampled-failure.png") as page:
         page.fill("#prompt textarea", "Write a haiku about rain.")
         open_settings(page)
-        set_max_tokens(page, 24)
+        set_slider(page, "max-new", 24)
         set_slider(page, "temperature", 1.5)
         set_slider(page, "top-k", 1)
         page.click("#run")
