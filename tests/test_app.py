@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -261,6 +262,21 @@ STREAMING_JS = """() => {
 }"""
 
 
+@contextmanager
+def opened(browser, failure: str | None = None, size: tuple[int, int] | None = (1440, 1000)):
+    """A new page (size: its viewport; None: Playwright's default), closed afterwards; when the test fails
+    inside, its full picture goes to the artifacts as `failure`."""
+    page = browser.new_page(**({"viewport": {"width": size[0], "height": size[1]}} if size else {}))
+    try:
+        yield page
+    except Exception:
+        if failure:
+            page.screenshot(path=str(artifacts() / failure), full_page=True)
+        raise
+    finally:
+        page.close()
+
+
 def set_max_tokens(page, n: int) -> None:
     box = page.locator("#max-new input[type=number]")
     box.fill(str(n))
@@ -366,15 +382,15 @@ def test_browser_race_stop_and_run_again(app, browser):
 def test_browser_domain_sweep_fills_every_domain(app, browser):
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    try:
+    with opened(browser) as page:
         page.goto(app.url)
         page.get_by_role("tab", name="Domain sweep").click()
         for box, value in (("#sweep-per-domain", 1), ("#sweep-max-new", 16)):
             page.locator(f"{box} input[type=number]").fill(str(value))
             page.locator(f"{box} input[type=number]").press("Enter")
         page.click("#sweep-run")
-        expect(page.locator("#sweep-status")).to_contain_text("Raced 1 of 3", timeout=60_000)
+        page.wait_for_function("() => /Raced [12] of 3/.test(document.querySelector('#sweep-status').innerText)",
+                               timeout=60_000, polling="raf")  # progress after each race (they can be quick)
         expect(page.locator("#sweep-status")).to_contain_text("Finished", timeout=120_000)
         table = page.locator("#sweep-table").inner_text()
         for word in ("chat", "code", "math", "DSpark", "DFlash", "greedy"):
@@ -383,8 +399,6 @@ def test_browser_domain_sweep_fills_every_domain(app, browser):
         for ext in ("csv", "json"):
             expect(page.locator(f'#sweep-files a[href$="spec-arena-sweep.{ext}"]')).to_be_attached()
         page.screenshot(path=str(artifacts() / "app-tiny-sweep.png"), full_page=True)
-    finally:
-        page.close()
 
 
 @pytest.mark.browser
@@ -422,15 +436,9 @@ def pocket_app(tmp_path_factory):
 @pytest.mark.browser
 @pytest.mark.pocket
 def test_browser_on_the_pocket_preset(browser, pocket_app):
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    try:
+    with opened(browser, "app-pocket-failure.png") as page:
         drive(page, pocket_app.url, long_tokens=1024, short_tokens=48, hub_error=False)
         screenshot(page, "app-pocket.png")
-    except Exception:
-        page.screenshot(path=str(artifacts() / "app-pocket-failure.png"), full_page=True)
-        raise
-    finally:
-        page.close()
 
 
 CARDS_JS = """() => Object.fromEntries(['dspark', 'dflash', 'greedy'].map(n => [n,
@@ -461,8 +469,7 @@ def test_browser_the_lanes_move_on_one_clock(browser, pocket_app):
 
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1440, "height": 1100})
-    try:
+    with opened(browser, "app-pocket-clock-failure.png", size=(1440, 1100)) as page:
         page.goto(pocket_app.url)
         page.wait_for_selector("#run")
         page.fill("#prompt textarea", "Write a Python function that checks whether a number is prime.")
@@ -499,8 +506,3 @@ def test_browser_the_lanes_move_on_one_clock(browser, pocket_app):
         took = clock.monotonic() - tic
         assert 0.8 * slowest < took < 1.3 * slowest + 2.0, (took, slowest)
         assert page.locator("#text-greedy .lane-text").inner_text() == page.locator("#text-dspark .lane-text").inner_text()
-    except Exception:
-        page.screenshot(path=str(artifacts() / "app-pocket-clock-failure.png"), full_page=True)
-        raise
-    finally:
-        page.close()

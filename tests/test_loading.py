@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from test_app import PROMPT, App, artifacts, browser  # noqa: F401  (browser: the shared fixture)
+from test_app import PROMPT, App, browser, opened  # noqa: F401  (browser: the shared fixture)
 
 
 def tiny_args(tiny_dir: Path) -> list[str]:
@@ -59,8 +59,7 @@ def toasts(page) -> int:
 def test_browser_a_custom_head_that_is_not_a_model_is_named(app, browser, tiny_dir, not_a_head):
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    try:
+    with opened(browser, "page-head-error-failure.png") as page:
         open_settings(page, app.url)
         page.locator("#dspark textarea, #dspark input").first.fill("")
         page.locator("#dflash textarea, #dflash input").first.fill(str(not_a_head))
@@ -71,19 +70,13 @@ def test_browser_a_custom_head_that_is_not_a_model_is_named(app, browser, tiny_d
         assert "not-a-head" in text and "no config.json" in text and "not a model" in text, text
         assert not text.startswith("Error. could not load qwen3"), text  # not blamed on the target
         assert toasts(page) == 0
-    except Exception:
-        page.screenshot(path=str(artifacts() / "page-head-error-failure.png"), full_page=True)
-        raise
-    finally:
-        page.close()
 
 
 @pytest.mark.browser
 def test_browser_a_hub_preset_asks_before_downloading(app, browser):
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    try:
+    with opened(browser, "page-confirm-failure.png") as page:
         open_settings(page, app.url)
         header = page.locator("#header").inner_text()
         pick(page, "qwen3")
@@ -107,23 +100,15 @@ def test_browser_a_hub_preset_asks_before_downloading(app, browser):
         page.click("#confirm-no")
         expect(ask).to_be_hidden()
         expect(page.locator("#target")).to_be_visible()  # the served custom set, as it was
-    except Exception:
-        page.screenshot(path=str(artifacts() / "page-confirm-failure.png"), full_page=True)
-        raise
-    finally:
-        page.close()
 
 
 @pytest.mark.browser
 def test_browser_the_header_says_what_is_loaded_without_paths(app, browser, tiny_dir):
-    page = browser.new_page()
-    try:
+    with opened(browser, size=None) as page:
         page.goto(app.url)
         chips = page.locator("#header").inner_text()
         assert "DFlash head: dflash-qwen3" in chips and "target: qwen3" in chips, chips
         assert str(tiny_dir) not in page.locator("#header").inner_html()
-    finally:
-        page.close()
 
 
 # -- served beyond this machine -------------------------------------------------------------------
@@ -138,53 +123,45 @@ def test_browser_a_shared_server_refuses_switching_unless_allowed(browser, tiny_
     from playwright.sync_api import expect
 
     shared = App(["--host", "0.0.0.0", *tiny_args(tiny_dir)], tmp_path / "shared.log")
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
     try:
-        assert str(tiny_dir) not in fetch(shared.url + "config")  # no server path in the page
-        open_settings(page, shared.url)
-        expect(page.locator("#switch-off")).to_contain_text("--allow-custom")
-        expect(page.locator("#preset input")).to_be_disabled()
-        expect(page.locator("#load")).to_be_disabled()
-        expect(page.locator("#target")).to_be_hidden()
-        # a race's downloads and the API name no server path either
-        page.fill("#prompt textarea", PROMPT)
-        box = page.locator("#max-new input[type=number]")
-        box.fill("12")
-        box.press("Enter")
-        page.click("#run")
-        page.wait_for_selector("#status .status.finished", timeout=120_000)
-        href = page.locator('#files a[href$=".json"]').first.get_attribute("href")
-        doc = page.request.get(href if href.startswith("http") else shared.url.rstrip("/") + href).text()
-        assert "per_round" in doc and str(tiny_dir) not in doc
-        from gradio_client import Client
+        with opened(browser, "page-shared-failure.png") as page:
+            assert str(tiny_dir) not in fetch(shared.url + "config")  # no server path in the page
+            open_settings(page, shared.url)
+            expect(page.locator("#switch-off")).to_contain_text("--allow-custom")
+            expect(page.locator("#preset input")).to_be_disabled()
+            expect(page.locator("#load")).to_be_disabled()
+            expect(page.locator("#target")).to_be_hidden()
+            # a race's downloads and the API name no server path either
+            page.fill("#prompt textarea", PROMPT)
+            box = page.locator("#max-new input[type=number]")
+            box.fill("12")
+            box.press("Enter")
+            page.click("#run")
+            page.wait_for_selector("#status .status.finished", timeout=120_000)
+            href = page.locator('#files a[href$=".json"]').first.get_attribute("href")
+            doc = page.request.get(href if href.startswith("http") else shared.url.rstrip("/") + href).text()
+            assert "per_round" in doc and str(tiny_dir) not in doc
+            from gradio_client import Client
 
-        out = Client(shared.url, verbose=False).predict(PROMPT, 4, api_name="/race")
-        assert out["models"] == {"target": "qwen3", "dspark": "dspark-qwen3", "dflash": "dflash-qwen3"}
-    except Exception:
-        page.screenshot(path=str(artifacts() / "page-shared-failure.png"), full_page=True)
-        raise
+            out = Client(shared.url, verbose=False).predict(PROMPT, 4, api_name="/race")
+            assert out["models"] == {"target": "qwen3", "dspark": "dspark-qwen3", "dflash": "dflash-qwen3"}
     finally:
-        page.close()
         shared.close()
 
     allowed = App(["--host", "0.0.0.0", "--allow-custom", *tiny_args(tiny_dir)], tmp_path / "allowed.log")
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
     try:
-        assert str(tiny_dir) not in fetch(allowed.url + "config")
-        open_settings(page, allowed.url)
-        expect(page.locator("#preset input")).to_be_enabled()
-        pick(page, "custom")
-        page.locator("#target textarea, #target input").first.fill(str(tiny_dir / "qwen3"))
-        page.locator("#dflash textarea, #dflash input").first.fill(str(not_a_head))
-        page.click("#load")
-        box = page.locator("#load-errors .error-box")
-        expect(box).to_contain_text("DFlash head", timeout=60_000)
-        assert "not-a-head" in box.inner_text() and str(tiny_dir) not in box.inner_text(), box.inner_text()
-    except Exception:
-        page.screenshot(path=str(artifacts() / "page-allowed-failure.png"), full_page=True)
-        raise
+        with opened(browser, "page-allowed-failure.png") as page:
+            assert str(tiny_dir) not in fetch(allowed.url + "config")
+            open_settings(page, allowed.url)
+            expect(page.locator("#preset input")).to_be_enabled()
+            pick(page, "custom")
+            page.locator("#target textarea, #target input").first.fill(str(tiny_dir / "qwen3"))
+            page.locator("#dflash textarea, #dflash input").first.fill(str(not_a_head))
+            page.click("#load")
+            box = page.locator("#load-errors .error-box")
+            expect(box).to_contain_text("DFlash head", timeout=60_000)
+            assert "not-a-head" in box.inner_text() and str(tiny_dir) not in box.inner_text(), box.inner_text()
     finally:
-        page.close()
         allowed.close()
 
 

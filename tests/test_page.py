@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 from demo.lanes import Lane, meters_html  # noqa: E402
 from demo.notes import below_greedy_html  # noqa: E402
 from demo.view import View  # noqa: E402
-from test_app import PROMPT, STREAMING_JS, app, browser, set_max_tokens, wait_done  # noqa: E402,F401
+from test_app import PROMPT, STREAMING_JS, app, browser, opened, set_max_tokens, wait_done  # noqa: E402,F401
 
 LANE_IDS = ("dspark", "dflash", "greedy")
 
@@ -103,8 +103,7 @@ def check_layout(page, width: int) -> dict:
 def test_the_page_fits_a_phone_and_a_wide_screen(app, browser):
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 390, "height": 844})
-    try:
+    with opened(browser, size=(390, 844)) as page:
         page.goto(app.url)
         page.wait_for_selector("#meters-greedy .m")
         check_layout(page, 390)  # idle
@@ -123,8 +122,6 @@ def test_the_page_fits_a_phone_and_a_wide_screen(app, browser):
             page.wait_for_timeout(300)
             got = check_layout(page, width)
         assert len({round(lane["t"]) for lane in got["lanes"]}) == 1, got["lanes"]  # side by side when wide
-    finally:
-        page.close()
 
 
 SHOWN_JS = """(sel) => {  // on screen for a person: a box, not faded, not clipped away by a parent
@@ -202,8 +199,7 @@ def test_two_races_in_a_row_leave_no_console_errors(app, browser):
 
 @pytest.mark.browser
 def test_the_chart_labels_each_round_once(app, browser):
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    try:
+    with opened(browser) as page:
         for tokens in (3, 48):  # two rounds (ticks at halves once read 1, 2, 2) and more
             fresh(page, app.url, tokens)
             race_to_the_end(page)
@@ -211,16 +207,13 @@ def test_the_chart_labels_each_round_once(app, browser):
             page.wait_for_timeout(500)
             labels = page.evaluate(X_LABELS_JS)
             assert len(labels) == len(set(labels)) and all(re.fullmatch(r"\d+", x) for x in labels), labels
-    finally:
-        page.close()
 
 
 @pytest.mark.browser
 def test_run_is_off_and_stop_on_only_while_racing(app, browser):
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    try:
+    with opened(browser) as page:
         fresh(page, app.url, 2000, "Tell me a long story.")
         expect(page.locator("#stop")).to_be_disabled()
         page.click("#run")
@@ -238,5 +231,3 @@ def test_run_is_off_and_stop_on_only_while_racing(app, browser):
         expect(page.locator("#errors .error-box")).to_contain_text("prompt is empty")
         expect(page.locator("#run")).to_be_enabled(timeout=10_000)
         expect(page.locator("#stop")).to_be_disabled()
-    finally:
-        page.close()
