@@ -101,10 +101,11 @@ class Prefill:
     race runs the prompt once, with every engine's taps, and hands each a copy of the cache). Every
     generation prefills this way, alone or shared, so the numbers are the same either way."""
 
-    def __init__(self, target: Target, ids: Sequence[int], taps: Sequence[int] = (), chunk: int | None = None):
+    def __init__(self, target: Target, ids: Sequence[int], taps: Sequence[int] = (), chunk: int | None = None,
+                 cache: list | None = None):
         self.target, self.ids, self.taps = target, list(ids), tuple(taps)
         self.chunk = chunk or target.prefill_chunk
-        self.cache = target.make_cache()
+        self.cache = cache if cache is not None else target.make_cache()
         self.done_tokens = 0
         self.logits: mx.array | None = None  # the last row's, once done
         self.rows: list[mx.array] = []  # tapped hidden rows, chunk by chunk
@@ -304,7 +305,7 @@ class Generation:
         logits, taps = self.engine.target(token[None], self.cache, self.engine.taps)
         _, nxt = accept(mx.array([], dtype=mx.uint32), None, logits[0], self.engine.sampling, key)
         self._taps_to_keep(taps, 1)
-        mx.async_eval(nxt, *self.pending)
+        mx.async_eval(nxt, *(self.pending[-1:] if taps is not None else []))
         return nxt[:1]
 
     def step(self) -> Round | None:
@@ -323,9 +324,7 @@ class Generation:
                 pre, shared = self.shared, self.shared.seconds
                 self.cache = copy_cache(pre.cache)
             else:
-                pre = Prefill(t, self.prompt_ids, eng.taps, chunk=None)
-                pre.cache = self.cache
-                pre.run()
+                pre = Prefill(t, self.prompt_ids, eng.taps, cache=self.cache).run()
             logits, taps = pre.logits, pre.taps_of(eng.taps)
             n, committed = accept(mx.array([], dtype=mx.uint32), None, logits[0], eng.sampling, k_verify)
             self._taps_to_keep(taps, len(self.prompt_ids))
