@@ -71,16 +71,14 @@ def race_events(stage: Any, prompt: str, knobs: tuple) -> Iterator[Any]:
         raise gr.Error(stage.tell(e)) from e
 
 
-def winner_of(results: dict) -> Optional[Winner]:
-    from spec.race import winner
-
-    win = winner(results)
+def as_winner(win: Optional[tuple[str, dict[str, float]]]) -> Optional[Winner]:
+    """spec.race.winner()'s answer as the API returns it."""
     return None if win is None else Winner(engine=win[0], speedup_end_to_end={n: round(r, 3) for n, r in
                                                                              win[1].items()})
 
 
 def race_result(final: Any, models: dict[str, str], sampled: bool = False) -> RaceResult:
-    from spec.race import results_table, standings
+    from spec.race import results_table, standings, winner
 
     table = results_table(final.results, final.verdicts, sampled)
 
@@ -88,7 +86,7 @@ def race_result(final: Any, models: dict[str, str], sampled: bool = False) -> Ra
                       texts={n: r.text for n, r in final.results.items()}, verdicts=dict(final.verdicts),
                       wall_seconds=round(final.wall, 3), race_clock_seconds=round(final.clock, 3),
                       finish_order=[(n, round(t, 3)) for n, t in standings(final.results)],
-                      winner=winner_of(final.results), models=models)
+                      winner=as_winner(winner(final.results)), models=models)
 
 
 def stream_update(view: Any) -> StreamUpdate:
@@ -104,11 +102,10 @@ def stream_update(view: Any) -> StreamUpdate:
                                  draft_length=m.drafted[-1] if m and m.drafted and name != "greedy" else None,
                                  done=lane.done)
     table = json.loads(view.table.to_json(orient="records")) if view.table is not None else []
-    win = None if view.winner is None else Winner(engine=view.winner[0], speedup_end_to_end={
-        n: round(r, 3) for n, r in view.winner[1].items()})
     return StreamUpdate(state=view.state if view.state != "waiting" else "racing", wall_seconds=round(view.wall, 3),
                         race_clock_seconds=round(view.clock, 3), lanes=lanes, verdicts=dict(view.verdicts),
-                        finish_order=[(n, round(t, 3)) for n, t in view.order], winner=win, table=table)
+                        finish_order=[(n, round(t, 3)) for n, t in view.order], winner=as_winner(view.winner),
+                        table=table)
 
 
 def endpoints(stage: Any) -> tuple[Callable[..., RaceResult], Callable[..., Iterator[StreamUpdate]],

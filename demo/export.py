@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 PACKAGES = ("spec-arena", "mlx", "mlx-lm", "gradio")
+NOT_INSTALLED = "not installed"
 
 
 def versions() -> dict[str, str]:
@@ -21,7 +22,7 @@ def versions() -> dict[str, str]:
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
-            out[pkg] = "not installed"
+            out[pkg] = NOT_INSTALLED
     return out
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
@@ -125,13 +124,10 @@ def preset_note(preset: str) -> str:
 
 def prefetch(choice: Choice, progress: Callable[[float, str], None]) -> None:
     """Download hub ids here (not on the MLX thread) so the page's progress bar sees the tqdm bars."""
-    from spec.presets import PRESETS
+    from demo.download import hub_refs
     from spec.target import resolve_path
 
-    p = PRESETS.get(choice.preset)
-    refs = [choice.target or (p.target if p else None), choice.dspark or (p.dspark if p else None),
-            choice.dflash or (p.dflash if p else None)]
-    hub = [r for r in refs if r and r.count("/") == 1 and not r.startswith((".", "/", "~")) and not Path(r).exists()]
+    hub = list(hub_refs(choice).values())
     for i, ref in enumerate(hub):
         progress(i / max(1, len(hub)) * 0.9, f"downloading {ref}")
         resolve_path(ref)
@@ -139,6 +135,7 @@ def prefetch(choice: Choice, progress: Callable[[float, str], None]) -> None:
 
 def model_names(choice: Choice | None, info: dict[str, str]) -> dict[str, str]:
     """A hub id as is; the pocket preset's models by what they are; a local folder by its name."""
+    from demo.download import is_hub_id
     from spec.presets import PRESETS
 
     out = {}
@@ -148,20 +145,13 @@ def model_names(choice: Choice | None, info: dict[str, str]) -> dict[str, str]:
                          else "pocket (trained here)")
         else:
             given = getattr(choice, kind, None) or ref
-            out[kind] = given if given.count("/") == 1 and not Path(given).expanduser().exists() else Path(given).name
+            out[kind] = given if is_hub_id(given) else Path(given).name
     return out
 
 
 def describe(stage: Stage) -> str:
     """Header chips: target, heads, device, BLAS, versions (device and BLAS asked on the MLX thread)."""
-    def versions() -> str:
-        out = []
-        for pkg in ("mlx", "mlx-lm", "gradio"):
-            try:
-                out.append(f"{pkg} {metadata.version(pkg)}")
-            except metadata.PackageNotFoundError:
-                pass
-        return " · ".join(out)
+    from demo.export import NOT_INSTALLED, versions
 
     chips: list[tuple[str, str, str]] = []
     a = stage.arena
@@ -173,7 +163,8 @@ def describe(stage: Stage) -> str:
             chips.append((label, names.get(key, "none"), names.get(key, "not loaded")))
         device, blas = a.call(_device_and_blas)
         chips += [("device", device, ""), ("BLAS", blas.split(" (")[0], stage.exposure.scrub(blas))]
-    chips.append(("versions", versions(), ""))
+    chips.append(("versions", " · ".join(f"{pkg} {v}" for pkg, v in versions().items()
+                                         if pkg in ("mlx", "mlx-lm", "gradio") and v != NOT_INSTALLED), ""))
     body = "".join(f'<span class="chip" title="{esc(tip)}"><b>{esc(k)}</b> {esc(v)}</span>' for k, v, tip in chips)
     return f'<div class="chips">{body}</div>'
 

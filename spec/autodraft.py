@@ -124,7 +124,6 @@ class AutoDraft:
     def __init__(self, costs: Costs, max_k: int, probe_every: int = 8, strength: float = 4.0, stay: float = 1.1):
         self.costs, self.max_k, self.probe_every, self.stay = costs, min(max_k, costs.max_k), probe_every, stay
         self.acceptance = Acceptance(costs.prior[: self.max_k])
-        self.parked = 0
         self.gap, self.waited, self.probing = probe_every, 0, False  # parked rounds between probes
         self.chosen: list[int] = []
         self.excess = [0.0, 0.0]  # summed (measured - calibrated) ms: parked rounds, drafting rounds
@@ -140,7 +139,6 @@ class AutoDraft:
         k = choose(self.costs, rates, self.max_k, overhead, stay=self.stay if parked else 1.0)
         self.probing = False
         if k == 0:
-            self.parked += 1
             self.waited += 1
             if self.waited >= self.gap:  # probe: the best positive length once
                 self.waited, self.probing = 0, True

@@ -165,11 +165,10 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     t0 = time.perf_counter()
     yield RaceEvent("start", prompt_tokens=len(ids), temperature=settings.temperature)
     live, last = list(gens), None
-    if share_prefill:
-        pre = yield from shared_prefill(target, engines, ids, stop, t0)
+    pre = (yield from shared_prefill(target, engines, ids, stop, t0)) if share_prefill else None
+    if pre is not None:
         for g in gens.values():
-            if pre is not None:
-                g.share(pre)
+            g.share(pre)
     while live:
         if stop is not None and stop.is_set():
             for g in gens.values():
