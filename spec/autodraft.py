@@ -7,8 +7,9 @@ the drafts before it were. The costs are measured once per target, head, machine
 calibration, cached on disk); the acceptance is learned within each generation from what its verify
 rounds report, starting from a prior measured at calibration. Each round takes the k with the most
 expected tokens per millisecond, k = 0 being a plain target step (parking) when no draft length beats it;
-a parked generation probes its best draft length now and then, so a head that starts paying is picked up
-again. The verify rule is unchanged, so every choice is lossless.
+a parked generation lets the head draft in the shadow of its plain steps now and then and compares the
+drafts with what the target commits, so a head that starts paying is picked up again. The verify rule
+is unchanged, so every choice is lossless.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import mlx.core as mx
 CALIBRATION_PROMPTS = ("Explain why the sky is blue to a ten-year-old.",
                        "Write a Python function that returns the n-th Fibonacci number, then explain it.",
                        "A train travels 180 km in 2.5 hours. What is its average speed? Show the steps.")
-VERSION = 3  # bump when what calibrate() measures changes
+VERSION = 5  # bump when what calibrate() measures changes
 
 
 @dataclass
@@ -56,19 +57,19 @@ def expected_tokens(rates: list[float], k: int) -> float:
     return total
 
 
-def round_ms(costs: Costs, k: int, overhead: tuple[float, float] = (0.0, 0.0)) -> float:
-    """What a round verifying k drafts costs: the calibrated forward and drafting, plus the loop's own
-    overhead as measured so far (overhead[0] for plain steps, overhead[1] for drafting rounds)."""
-    return costs.verify[k] + costs.draft[k] + overhead[k > 0]
+def round_ms(costs: Costs, k: int, speed: float = 1.0, extra: float = 0.0) -> float:
+    """What a round verifying k drafts costs: the calibrated forward and drafting at the speed measured
+    now (1.0 = as calibrated), plus a drafting round's own extra time in the loop."""
+    return speed * (costs.verify[k] + costs.draft[k]) + (extra if k else 0.0)
 
 
-def choose(costs: Costs, rates: list[float], max_k: int, overhead: tuple[float, float] = (0.0, 0.0),
+def choose(costs: Costs, rates: list[float], max_k: int, speed: float = 1.0, extra: float = 0.0,
            parking: bool = True, stay: float = 1.0) -> int:
     """The draft length (0 = a plain target step, unless parking is off) with the most expected tokens
     per millisecond; a parked generation resumes drafting only for a gain of `stay` (1.1 = 10%)."""
-    best, best_rate = 0, stay / round_ms(costs, 0, overhead) if parking else 0.0
+    best, best_rate = 0, stay / round_ms(costs, 0, speed) if parking else 0.0
     for k in range(1, min(max_k, costs.max_k) + 1):
-        rate = expected_tokens(rates, k) / round_ms(costs, k, overhead)
+        rate = expected_tokens(rates, k) / round_ms(costs, k, speed, extra)
         if rate > best_rate:
             best, best_rate = k, rate
     return best
@@ -107,71 +108,106 @@ class AutoDraft:
     """One generation's chooser: the measured costs, its own acceptance and round overheads, parking and
     probing.
 
-    A probe costs a drafting round for about one token; one that lands nothing doubles the wait before
-    the next (8, 16, ... 64 parked rounds), one that lands resets it: a weak head parked for good costs
-    about 1% instead of 5%.
+    A parked generation still learns: now and then (`probe()`) the head drafts in the shadow of a plain
+    step, its drafts are not verified but compared with the tokens the target then commits (the
+    acceptance rule keeps exactly those at T = 0; at T > 0 a match is rarer than an acceptance,
+    p q <= min(p, q), so a shadow errs towards parking). A shadow probe costs the head's drafting alone
+    (~12 ms on pocket), where a verified probe cost a drafting round for about one token (~40 ms more
+    than the plain step). So a parked generation probes soon, and each probe that leaves it parked
+    doubles the wait before the next (2, 4, 8, 16, 32 parked rounds: a head that lands little early on
+    may pay later, a weak one costs ~1%).
 
     Leaving a run of parked rounds costs more than one round shows (the first drafting round is not
     pipelined, the head takes in the taps it missed), so a parked generation drafts again only when
-    that is expected to pay `stay` times (10%) more than parking; probes try it anyway.
+    that is expected to pay `stay` times (10%) more than parking.
 
-    The calibration times bare forwards; a round in the loop costs more (graph building, the host sync,
-    the drafter taking in the target's taps), and a parked round is pipelined like plain decoding, which
-    a bare forward is not. So each round's measured time corrects the model: the mean of (measured -
-    calibrated) over the rounds seen, one figure for parked rounds and one for drafting rounds, starting
-    from 0 with the weight of `strength` rounds."""
+    The calibration was measured once, on a machine whose speed drifts (other load, heat), and times
+    bare forwards, where a drafting round in the loop costs more (graph building, the host sync, the
+    drafter taking in the target's taps). So each generation corrects the model with its own rounds:
+    parked rounds in the steady state of the pipeline (one step each, no probe) measure the speed now,
+    as a factor on every calibrated cost; drafting rounds measure their extra time on top. Both start
+    from the calibration with the weight of `strength` rounds."""
 
-    def __init__(self, costs: Costs, max_k: int, probe_every: int = 8, strength: float = 4.0, stay: float = 1.1):
-        self.costs, self.max_k, self.probe_every, self.stay = costs, min(max_k, costs.max_k), probe_every, stay
+    def __init__(self, costs: Costs, max_k: int, gaps: tuple[int, int] = (2, 32), strength: float = 4.0,
+                 stay: float = 1.1):
+        self.costs, self.max_k, self.gaps, self.stay = costs, min(max_k, costs.max_k), gaps, stay
         self.acceptance = Acceptance(costs.prior[: self.max_k])
-        self.gap, self.waited, self.probing = probe_every, 0, False  # parked rounds between probes
+        self.gap, self.waited = gaps[0], 0  # parked rounds between shadow probes, and since the last
         self.chosen: list[int] = []
-        self.excess = [0.0, 0.0]  # summed (measured - calibrated) ms: parked rounds, drafting rounds
-        self.timed = [strength, strength]
+        self.strength = strength
+        self.plain = [0.0, 0]  # steady parked rounds: summed ms, count
+        self.drafting = [0.0, 0.0, 0]  # drafting rounds: summed ms, summed calibrated ms, count
 
     @property
-    def overhead(self) -> tuple[float, float]:
-        return self.excess[0] / self.timed[0], self.excess[1] / self.timed[1]
+    def speed(self) -> float:
+        """Measured / calibrated time of a plain step (1.0 until parked rounds say otherwise)."""
+        v0, (ms, n) = self.costs.verify[0], self.plain
+        return (ms + self.strength * v0) / ((n + self.strength) * v0)
+
+    @property
+    def extra(self) -> float:
+        """A drafting round's mean time beyond its calibrated forward and drafting, at today's speed."""
+        ms, calibrated, n = self.drafting
+        return (ms - self.speed * calibrated) / (n + self.strength)
+
+    def _choose(self, parking: bool = True) -> int:
+        parked = bool(self.chosen) and self.chosen[-1] == 0
+        return choose(self.costs, self.acceptance.rates(), self.max_k, self.speed, self.extra, parking=parking,
+                      stay=self.stay if parked else 1.0)
 
     def next(self) -> int:
-        rates, overhead = self.acceptance.rates(), self.overhead
-        parked = bool(self.chosen) and self.chosen[-1] == 0
-        k = choose(self.costs, rates, self.max_k, overhead, stay=self.stay if parked else 1.0)
-        self.probing = False
-        if k == 0:
-            self.waited += 1
-            if self.waited >= self.gap:  # probe: the best positive length once
-                self.waited, self.probing = 0, True
-                k = choose(self.costs, rates, self.max_k, overhead, parking=False)
+        """The next round's draft length (0 = a plain target step)."""
+        k = self._choose()
+        if k:
+            self.gap, self.waited = self.gaps[0], 0
         self.chosen.append(k)
         return k
 
-    def observe(self, drafted: int, accepted: int, ms: float | None = None) -> None:
-        """A round verified `drafted` drafts, `accepted` of them survived, and it took `ms` (if timed)."""
+    def probe(self) -> int:
+        """Asked in each parked round: drafts to make in the shadow of its plain step (0 = not now).
+        All it may draft: a longer draft costs the head little more, and tells about every position."""
+        self.waited += 1
+        if self.waited < self.gap:
+            return 0
+        self.waited = 0
+        return self.max_k
+
+    def observe(self, drafted: int, accepted: int, ms: float | None = None, steady: bool = True) -> None:
+        """A round verified `drafted` drafts, `accepted` of them survived, and it took `ms` (if timed).
+        A parked round times a plain step only when `steady`: it dispatched exactly one step and no
+        probe (pipelining puts two steps in the first round of a parked run, none in its last)."""
         if drafted:
             self.acceptance.observe(drafted, accepted)
-            if self.probing:  # a probe that lands nothing waits twice as long for the next (up to 8x)
-                self.gap = self.probe_every if accepted else min(2 * self.gap, 8 * self.probe_every)
-                self.probing = False
-        if ms is not None:
-            self.excess[drafted > 0] += ms - round_ms(self.costs, drafted)
-            self.timed[drafted > 0] += 1
+            if ms is not None:
+                self.drafting = [self.drafting[0] + ms, self.drafting[1] + round_ms(self.costs, drafted),
+                                 self.drafting[2] + 1]
+        elif ms is not None and steady:
+            self.plain = [self.plain[0] + ms, self.plain[1] + 1]
+
+    def observe_probe(self, drafted: int, matched: int) -> None:
+        """A shadow probe's first `matched` of `drafted` drafts were what the target committed."""
+        self.acceptance.observe(drafted, matched)
+        if self._choose() == 0:  # still parked: wait twice as long for the next
+            self.gap = min(2 * self.gap, self.gaps[1])
 
 
 # -- calibration ------------------------------------------------------------------------------------
 
-def _median_ms(fn: Any, runs: int) -> float:
-    times = []
-    for i in range(runs + 1):  # one warm-up
-        tic = time.perf_counter()
-        fn()
-        if i:
-            times.append(1000 * (time.perf_counter() - tic))
-    return statistics.median(times)
+def _ms(fn: Any) -> float:
+    tic = time.perf_counter()
+    fn()
+    return 1000 * (time.perf_counter() - tic)
 
 
-def calibrate(target: Any, head: Any, runs: int = 3, context: int = 64) -> Costs:
-    """Measure the costs on a warm cache of `context` tokens and the acceptance prior (seconds)."""
+def calibrate(target: Any, head: Any, runs: int = 5, context: int = 64) -> Costs:
+    """Measure the costs on a warm cache of `context` tokens and the acceptance prior (seconds).
+
+    A drafting round is timed as the loop runs it, the head's drafts and their verify in one
+    evaluation (timed apart, each with its own sync, they cost ~8% more); verify[k] is that round less
+    the drafting alone. The machine's speed drifts while it measures, and what the chooser needs is the
+    ratio of one cost to another: so every run times a bare 1-row forward, each drafting round, each
+    draft length and a few pipelined plain steps in turn (the first run warms up), and each cost is the
+    median of its runs."""
     from .engine import Engine
     from .verify import Sampling
 
@@ -181,23 +217,41 @@ def calibrate(target: Any, head: Any, runs: int = 3, context: int = 64) -> Costs
     cache = target.make_cache()
     _, taps = target(mx.array([ids[:context]]), cache, head.config.target_layer_ids)
     mx.eval(taps)
-
-    def forward(w: int) -> None:
-        logits, _ = target(mx.array([ids[context : context + w]]), cache, head.config.target_layer_ids)
-        mx.eval(logits)
-        target.trim(cache, w)
-
-    verify = [_median_ms(lambda w=w: forward(w), runs) for w in range(1, K + 2)]
     dcache = head.make_cache()
     mx.eval(head.propose(dcache, taps, ids[context], 1, Sampling(), None)[0])  # context into the head's cache
 
-    def draft(k: int) -> None:
-        out, _ = head.propose(dcache, None, ids[context], k, Sampling(), None)
-        mx.eval(out)
+    def forward() -> None:
+        logits, _ = target(mx.array([ids[context : context + 1]]), cache, head.config.target_layer_ids)
+        mx.eval(logits)
+        target.trim(cache, 1)
 
-    drafts = [0.0] + [_median_ms(lambda k=k: draft(k), runs) for k in range(1, K + 1)]
-    plain = Engine(target).generate(CALIBRATION_PROMPTS[0], 24)  # a parked round runs pipelined, like this
-    verify[0] = min(verify[0], 1000 * plain.decode_seconds / max(1, len(plain.token_ids) - 1))
+    def draft(k: int) -> mx.array:
+        return head.propose(dcache, None, ids[context], k, Sampling(), None)[0]
+
+    def drafting_round(k: int) -> None:
+        d = draft(k)
+        logits, _ = target(mx.concatenate([mx.array(ids[context : context + 1], dtype=d.dtype), d])[None], cache,
+                           head.config.target_layer_ids)
+        mx.eval(logits)
+        target.trim(cache, k + 1)
+
+    def plain_step() -> float:  # a parked round runs pipelined, like plain decoding: its steady rounds
+        rounds = list(Engine(target).start(ids[:context], 10))  # (the prefill, the pipeline's first and last left out)
+        return 1000 * statistics.median(r.seconds for r in rounds[2:-1])
+
+    verify, drafts, plain = [[] for _ in range(K + 1)], [[] for _ in range(K + 1)], []
+    for run in range(runs + 1):
+        times = ([_ms(forward)] + [_ms(lambda k=k: drafting_round(k)) for k in range(1, K + 1)],
+                 [_ms(lambda k=k: mx.eval(draft(k))) for k in range(1, K + 1)], plain_step())
+        if run:
+            for i in range(K + 1):
+                verify[i].append(times[0][i])
+                if i:
+                    drafts[i].append(times[1][i - 1])
+            plain.append(times[2])
+    drafts = [0.0] + [statistics.median(d) for d in drafts[1:]]
+    verify = [statistics.median(v) - d for v, d in zip(verify, drafts)]  # a round less its drafting
+    verify[0] = min(verify[0], statistics.median(plain))
     seen = Acceptance([0.0] * K, strength=0.0)
     for prompt in CALIBRATION_PROMPTS:
         res = Engine(target, head).generate(prompt, 32)

@@ -323,7 +323,8 @@ def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_n
 def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int = 3, max_new_tokens: int = 96,
                  temperature: float = 0.0, seed: int = 0, progress: bool = True,
                  vocab_ablation: bool = False) -> "Any":
-    """Every method on every prompt, `trials` times (median tok/s), after a warm-up.
+    """Every method on every prompt, `trials` times (median tok/s), after a warm-up. The trials take
+    turns (every method once, then again): a machine whose speed drifts slows all of them alike.
 
     At T = 0 every method's tokens must equal our greedy baseline's: a mismatch raises."""
     import pandas as pd
@@ -340,8 +341,9 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
     bar = tqdm(total=len(encoded) * len(ms), desc="bench", unit="run", disable=not progress)
     for pi, (domain, ids) in enumerate(encoded):
         reference = None
-        for m in ms:
-            runs = [run_method(target, heads, m, ids, max_new_tokens, sampling) for _ in range(trials)]
+        trial_runs = [[run_method(target, heads, m, ids, max_new_tokens, sampling) for m in ms] for _ in range(trials)]
+        for mi, m in enumerate(ms):
+            runs = [t[mi] for t in trial_runs]
             prof = run_method(target, heads, m, ids, max_new_tokens, sampling, profile=True) \
                 if m.kind in ("dspark", "dflash") else runs[0]
             out = runs[0]["ids"]

@@ -231,6 +231,8 @@ class Generation:
         self.queued: mx.array | None = None  # plain steps: the next token, already dispatched
         self.next_k: int | None = None  # the next round's draft length, when decided ahead
         self.shared: Prefill | None = None  # a prefill run for several engines (see share())
+        self.shadow: tuple[mx.array | list[int], int] | None = None  # a probe's drafts, and where they start in ids
+        self.probe_key = mx.random.key(self.engine.sampling.seed + 1)  # probes leave the main key stream alone
         self.in_flight = False  # work this generation dispatched and nobody has waited for yet
         self.key = mx.random.key(self.engine.sampling.seed)
         self.accept_lengths: list[int] = []
@@ -361,16 +363,48 @@ class Generation:
         """Plain decoding, pipelined as mlx-lm does it: when the next round is plain too, its step is
         dispatched before this one's token is read, so building its graph overlaps the compute."""
         tic = time.perf_counter()
+        probed = self.policy is not None and self.shadow is None and self.policy.probe()
+        if probed:
+            self._probe(probed)
+        steady = not probed and self.queued is not None  # one step dispatched this round, if the next is
         token = self.queued if self.queued is not None else self._plain_forward(mx.array([self.ids[-1]]))
         self.queued = self._plain_forward(token) if self._pipeline() else None
+        steady = steady and self.queued is not None
         tokens = [int(token.item())]
         self.accept_lengths.append(1)
         self.drafted.append(0)
         self.in_flight = self.queued is not None
         seconds = time.perf_counter() - tic
         if self.policy:
-            self.policy.observe(0, 0, 1000 * seconds)
+            self.policy.observe(0, 0, 1000 * seconds, steady=steady)
         return self._commit(tokens, 0, 0, seconds)
+
+    def _probe(self, k: int) -> None:
+        """Let the drafter draft k tokens after the newest one without verifying them (a shadow probe):
+        _commit compares them with what the target commits and tells the policy. The drafter takes in
+        the taps of every token before that one (a step in flight has the newest one's: kept)."""
+        split = len(self.pending) - (self.queued is not None)
+        new_taps = mx.concatenate(self.pending[:split], axis=1) if split else None
+        self.pending = self.pending[split:]
+        key = None
+        if not self.engine.sampling.greedy:
+            self.probe_key, key = mx.random.split(self.probe_key)
+        draft, _ = self.engine.drafter.propose(self.draft_cache, new_taps, self.ids[-1], k, self.engine.sampling, key)
+        mx.async_eval(draft)
+        self.shadow = (draft, len(self.ids))
+
+    def _check_probe(self) -> None:
+        """Once the target committed past a probe's first miss (or all of its drafts, or it is done),
+        tell the policy how many of its drafts came true."""
+        draft, start = self.shadow
+        if not isinstance(draft, list):
+            draft = draft.tolist()
+            self.shadow = (draft, start)
+        seen = self.ids[start : start + len(draft)]
+        matched = next((i for i, (a, b) in enumerate(zip(draft, seen)) if a != b), len(seen))
+        if matched < len(seen) or len(seen) == len(draft) or self.done:
+            self.policy.observe_probe(matched + 1 if matched < len(seen) else matched, matched)
+            self.shadow = None
 
     def settle(self) -> float:
         """Wait for the work this generation left in flight (the plain decoder's dispatched next step),
@@ -405,6 +439,8 @@ class Generation:
             elif len(self.prompt_ids) + len(self.ids) >= t.max_context:
                 self.finish_reason = "context"
         self.done = bool(self.finish_reason)
+        if self.shadow is not None:
+            self._check_probe()
         pieces = self._detokenize(tokens, accepted)
         return Round(self.engine.name, index, tokens, min(accepted, len(tokens)), drafted,
                      "".join(text for _, text in pieces), seconds, self.done, pieces)

@@ -47,13 +47,13 @@ def test_acceptance_is_learned_per_position():
     assert weak.rates()[0] < 0.2 and weak.rates()[1] < 0.2 and weak.rates()[2] < 0.15
 
 
-def test_a_parked_generation_probes_and_comes_back_when_the_head_pays():
+def test_a_parked_generation_probes_in_the_shadow_and_comes_back_when_the_head_pays():
     costs = Costs(verify=[10.0, 11.0, 12.0], draft=[0.0, 1.0, 1.5], prior=[0.05, 0.05])
-    auto = AutoDraft(costs, max_k=2, probe_every=4)
-    picks = [auto.next() for _ in range(8)]
-    assert picks.count(0) == 6 and picks[3] > 0 and picks[7] > 0  # parked, probing every 4th round
-    for _ in range(12):
-        auto.observe(drafted=2, accepted=2)  # the probes find a head that now pays
+    auto = AutoDraft(costs, max_k=2, gaps=(2, 32))
+    assert [auto.next() for _ in range(3)] == [0, 0, 0]  # the head lands nothing: parked
+    assert [auto.probe(), auto.probe()] == [0, 2]  # a shadow probe of all it may draft, 2 parked rounds on
+    for _ in range(6):
+        auto.observe_probe(drafted=2, matched=2)  # the shadow drafts came true: the head now pays
     assert auto.next() == 2
 
 
@@ -74,47 +74,58 @@ def test_measured_round_times_correct_the_calibrated_costs():
     assert auto.next() == 1  # 1.5 tokens / 13 ms beats 1 / 10 ms on paper
     for _ in range(6):
         auto.observe(drafted=1, accepted=0, ms=13.0)  # the head never lands, and the model's cost holds
-    assert auto.next() == 0 and auto.overhead == (0.0, 0.0)
+    assert auto.next() == 0 and (auto.speed, auto.extra) == (1.0, 0.0)
     auto = AutoDraft(Costs(verify=[10.0, 12.0], draft=[0.0, 1.0], prior=[0.9]), max_k=1, strength=2.0)
     assert auto.next() == 1  # 1.9 / 13 beats 1 / 10
     for _ in range(6):
+        auto.observe(drafted=0, accepted=0, ms=8.0)  # steady plain steps run 20% faster than calibrated
+        auto.observe(drafted=0, accepted=0, ms=30.0, steady=False)  # (a pipeline's first round: not a step's time)
         auto.observe(drafted=1, accepted=1, ms=23.0)  # drafting rounds cost 10 ms more than calibrated
-        auto.observe(drafted=0, accepted=0, ms=8.0)  # parked rounds pipeline: 2 ms less
-    assert auto.overhead == pytest.approx((-12 / 8, 60 / 8))
+    assert auto.speed == pytest.approx((48 + 20) / 80)
+    assert auto.extra == pytest.approx((6 * 23 - auto.speed * 6 * 13) / 8)
     assert auto.next() == 0  # 1.9 / 20.5 < 1 / 8.5: the measured loop says park
 
 
-def test_parked_steps_pipeline_and_keep_every_tap_for_the_drafter(tiny_dir, qwen3, monkeypatch):
-    """Parked rounds run as pipelined plain decoding (the next step in flight), and the taps of the
-    tokens they commit all reach the drafter when it drafts again."""
+def test_parked_steps_pipeline_probe_in_the_shadow_and_keep_every_tap_for_the_drafter(tiny_dir, qwen3, monkeypatch):
+    """Parked rounds run as pipelined plain decoding (the next step in flight); their shadow probes
+    draft from the newest token, are compared with what the target commits, and are never verified;
+    the taps of every committed token reach the drafter once, in order."""
     monkeypatch.setattr(autodraft, "cached_costs", lambda target, head: Costs([1.0, 5.0], [0.0, 1.0], [0.0]))
     head = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
+    taken, anchors, propose = [], [], head.propose
+
+    def spy(cache, new_taps, anchor, *args, **kw):
+        taken.extend([] if new_taps is None else [new_taps])
+        anchors.append((anchor, sum(t.shape[1] for t in taken)))
+        return propose(cache, new_taps, anchor, *args, **kw)
+
+    monkeypatch.setattr(head, "propose", spy)
     prompt = [9, 8, 7, 6, 5]
     gen = Engine(qwen3, head, max_draft="auto").start(prompt, 12)
-    flight = [(gen.step(), gen.in_flight)[1] for _ in range(6)]  # prefill + 5 parked rounds (probe at 8)
-    assert gen.drafted == [0] * 5 and all(flight)
+    flight = [(gen.step(), gen.in_flight)[1] for _ in range(8)]  # prefill + 7 parked rounds
+    assert gen.drafted == [0] * 7 and all(flight)
+    assert len(anchors) >= 2 and gen.policy.acceptance.tried[0] >= 2  # probes drafted and were judged
+    for anchor, before in anchors:  # each drafted after a committed token, from the taps of all before it
+        assert (prompt + gen.ids)[before] == anchor
     seen = prompt + gen.ids  # the last token's step is in flight: its taps are kept already
     _, want = qwen3(mx.array([seen]), qwen3.make_cache(), head.config.target_layer_ids)
-    np.testing.assert_allclose(np.array(mx.concatenate(gen.pending, axis=1)), np.array(want), atol=1e-4)
-    rest = list(gen)
-    assert any(r.drafted for r in rest)  # the probe drafted from those taps
-    assert gen.result.token_ids == Engine(qwen3).generate(prompt, 12).token_ids
+    np.testing.assert_allclose(np.array(mx.concatenate(taken + gen.pending, axis=1)), np.array(want), atol=1e-4)
+    assert list(gen)[-1].done and gen.result.token_ids == Engine(qwen3).generate(prompt, 12).token_ids
 
 
-def test_probes_that_land_nothing_come_less_often():
+def test_probes_that_leave_it_parked_come_less_often():
     costs = Costs(verify=[10.0, 11.0, 12.0], draft=[0.0, 1.0, 1.5], prior=[0.05, 0.05])
-    auto = AutoDraft(costs, max_k=2, probe_every=2)
-    gaps = []
-    for _ in range(40):
-        k = auto.next()
-        auto.observe(drafted=k, accepted=0)
-        if k:
-            gaps.append(auto.gap)
-    assert gaps[:4] == [4, 8, 16, 16]  # doubled after each empty probe, up to 8x probe_every
-    while auto.next() == 0:
-        pass
-    auto.observe(drafted=2, accepted=1)  # a probe that lands
-    assert auto.gap == 2
+    auto = AutoDraft(costs, max_k=2, gaps=(2, 16))
+    probed_at = []
+    for i in range(80):
+        assert auto.next() == 0
+        if auto.probe():
+            probed_at.append(i)
+            auto.observe_probe(drafted=1, matched=0)  # nothing came true
+    assert [b - a for a, b in zip(probed_at, probed_at[1:])][:5] == [4, 8, 16, 16, 16]  # doubled, up to 16
+    for _ in range(6):
+        auto.observe(drafted=2, accepted=2)  # the head pays again (rounds it verified): it drafts ...
+    assert auto.next() == 2 and auto.gap == 2  # ... and the next parked run probes soon again
 
 
 def test_costs_are_measured_once_and_cached(tiny_dir, qwen3, tmp_path, monkeypatch):
