@@ -5,7 +5,7 @@ A round that verifies k drafts costs the target's forward over k + 1 rows plus t
 it commits 1 + a_1 + a_1 a_2 + ... tokens on average, where a_i is the chance draft i is accepted once
 the drafts before it were. The costs are measured once per target, head, machine, MLX and BLAS (a short
 calibration, cached on disk); the acceptance is learned within each generation from what its verify
-rounds report, starting from a prior measured at calibration. Each round takes the k with the most
+rounds and probes report, starting from a prior measured at calibration. Each round takes the k with the most
 expected tokens per millisecond, k = 0 being a plain target step (parking) when no draft length beats it;
 a parked generation lets the head draft in the shadow of its plain steps now and then and compares the
 drafts with what the target commits, so a head that starts paying is picked up again. The verify rule
@@ -34,8 +34,9 @@ VERSION = 5  # bump when what calibrate() measures changes
 
 @dataclass
 class Costs:
-    """Measured milliseconds: verify[k] = the target's forward over k + 1 new rows on a warm cache
-    (verify[0]: a plain decoding step, pipelined as parked rounds run, when that is cheaper); draft[k] =
+    """Measured milliseconds on a warm cache: verify[k] = the target's share of a round verifying k
+    drafts (the round, drafting and verify in one evaluation, less draft[k]; verify[0]: a plain
+    decoding step, pipelined as parked rounds run, when that is cheaper than a bare one); draft[k] =
     the head drafting k tokens (draft[0] = 0); prior[i] = the chance draft i + 1 is accepted once the
     drafts before it were, measured on calibration generations (a chat, a code and a math prompt)."""
 
