@@ -186,7 +186,7 @@ class AutoDraft:
             self.plain = [self.plain[0] + ms, self.plain[1] + 1]
 
     def observe_probe(self, drafted: int, matched: int) -> None:
-        """A shadow probe's first `matched` of `drafted` drafts were what the target committed."""
+        """Of a shadow probe's drafts the target has committed past (`drafted`), the first `matched` came true."""
         self.acceptance.observe(drafted, matched)
         if self._choose() == 0:  # still parked: wait twice as long for the next
             self.gap = min(2 * self.gap, self.gaps[1])
@@ -240,19 +240,15 @@ def calibrate(target: Any, head: Any, runs: int = 5, context: int = 64) -> Costs
         rounds = list(Engine(target).start(ids[:context], 10))  # (the prefill, the pipeline's first and last left out)
         return 1000 * statistics.median(r.seconds for r in rounds[2:-1])
 
-    verify, drafts, plain = [[] for _ in range(K + 1)], [[] for _ in range(K + 1)], []
-    for run in range(runs + 1):
-        times = ([_ms(forward)] + [_ms(lambda k=k: drafting_round(k)) for k in range(1, K + 1)],
-                 [_ms(lambda k=k: mx.eval(draft(k))) for k in range(1, K + 1)], plain_step())
-        if run:
-            for i in range(K + 1):
-                verify[i].append(times[0][i])
-                if i:
-                    drafts[i].append(times[1][i - 1])
-            plain.append(times[2])
-    drafts = [0.0] + [statistics.median(d) for d in drafts[1:]]
-    verify = [statistics.median(v) - d for v, d in zip(verify, drafts)]  # a round less its drafting
-    verify[0] = min(verify[0], statistics.median(plain))
+    def one_run() -> list[float]:  # a bare forward, rounds 1..K, drafts 1..K, a plain step
+        return ([_ms(forward)] + [_ms(lambda k=k: drafting_round(k)) for k in range(1, K + 1)]
+                + [_ms(lambda k=k: mx.eval(draft(k))) for k in range(1, K + 1)] + [plain_step()])
+
+    runs_ms = [one_run() for _ in range(runs + 1)][1:]  # the first one warms up
+    med = [statistics.median(column) for column in zip(*runs_ms)]
+    drafts = [0.0] + med[K + 1 : 2 * K + 1]
+    verify = [m - d for m, d in zip(med[: K + 1], drafts)]  # a round less its drafting
+    verify[0] = min(verify[0], med[-1])
     seen = Acceptance([0.0] * K, strength=0.0)
     for prompt in CALIBRATION_PROMPTS:
         res = Engine(target, head).generate(prompt, 32)

@@ -403,7 +403,7 @@ class Generation:
         seen = self.ids[start : start + len(draft)]
         matched = next((i for i, (a, b) in enumerate(zip(draft, seen)) if a != b), len(seen))
         if matched < len(seen) or len(seen) == len(draft) or self.done:
-            self.policy.observe_probe(matched + 1 if matched < len(seen) else matched, matched)
+            self.policy.observe_probe(len(seen), matched)  # drafts judged: up to the first miss
             self.shadow = None
 
     def settle(self) -> float:
