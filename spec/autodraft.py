@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import statistics
 import time
@@ -281,11 +282,18 @@ def calibration_key(target: Any, head: Any) -> str:
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-def cached_costs(target: Any, head: Any, folder: Path | None = None) -> Costs:
-    """The costs of this pair on this machine: read from the cache, or calibrated and written there."""
+def calibration_dir() -> Path:
+    """Where measured costs are kept: $SPEC_ARENA_CALIBRATION, else calibration/ in the model cache.
+    (The test suite points it at a temporary folder: its random models would pile up there.)"""
     from .pocket import cache_root
 
-    path = (folder or cache_root() / "calibration") / f"{head.kind}-{calibration_key(target, head)}.json"
+    env = os.environ.get("SPEC_ARENA_CALIBRATION")
+    return Path(env).expanduser() if env else cache_root() / "calibration"
+
+
+def cached_costs(target: Any, head: Any, folder: Path | None = None) -> Costs:
+    """The costs of this pair on this machine: read from the cache, or calibrated and written there."""
+    path = (folder or calibration_dir()) / f"{head.kind}-{calibration_key(target, head)}.json"
     if path.exists():
         try:
             return Costs(**json.loads(path.read_text()))

@@ -1,10 +1,18 @@
 import json
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from spec.cpu import ensure_fast_blas
 
 ensure_fast_blas(reexec=False)  # before MLX loads: the fast CPU BLAS for the whole test session
+# draft-length calibrations of this session's random models (and of servers it starts) stay out of the
+# user's cache, where each session's temporary model paths would add new ones
+os.environ["SPEC_ARENA_CALIBRATION"] = tempfile.mkdtemp(prefix="spec-arena-calibration-")
+atexit.register(shutil.rmtree, os.environ["SPEC_ARENA_CALIBRATION"], True)
 
 import pytest  # noqa: E402
 

@@ -133,9 +133,10 @@ def test_costs_are_measured_once_and_cached(tiny_dir, qwen3, tmp_path, monkeypat
     calls = []
     real = autodraft.calibrate
     monkeypatch.setattr(autodraft, "calibrate", lambda *a, **k: calls.append(1) or real(*a, **k))
-    first = autodraft.cached_costs(qwen3, head, tmp_path)
+    monkeypatch.setenv("SPEC_ARENA_CALIBRATION", str(tmp_path))
+    first = autodraft.cached_costs(qwen3, head)
     again = autodraft.cached_costs(qwen3, head, tmp_path)
-    assert calls == [1] and first == again
+    assert calls == [1] and first == again and len(list(tmp_path.glob("dflash-*.json"))) == 1
     assert len(first.verify) == head.max_drafts + 1 and len(first.draft) == head.max_drafts + 1
     assert first.draft[0] == 0 and all(v > 0 for v in first.verify) and all(0 <= p <= 1 for p in first.prior)
     other = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
