@@ -80,30 +80,30 @@ def choose(costs: Costs, rates: list[float], max_k: int, speed: float = 1.0, ext
 class Acceptance:
     """Per-position acceptance, learned from verify rounds: position i's drafts that were tried and
     accepted, on top of a prior worth `strength` rounds. Later positions are tried only when the earlier
-    ones landed, so they learn slowly: until they have their own evidence, their prior moves with what
-    position 1 has shown (a head that lands half as often as calibrated at position 1 is assumed to do
-    so further on too)."""
+    ones landed, so they learn slowly: each position's prior moves with what the position before it has
+    shown (a head that lands half as often as calibrated at position 2 is assumed to do so further on
+    too; a position never tried carries that on from the last one that was)."""
 
     def __init__(self, prior: list[float], strength: float = 4.0):
         self.prior, self.strength = list(prior), strength
         self.tried = [0.0] * len(prior)
         self.accepted = [0.0] * len(prior)
 
-    def observe(self, drafted: int, accepted: int) -> None:
+    def observe(self, drafted: int, accepted: int, start: int = 0) -> None:
         """A round verified `drafted` drafts and accepted the first `accepted`: positions 1..accepted
-        were accepted, position accepted + 1 (if drafted) was tried and rejected, later ones not tried."""
-        for i in range(min(drafted, accepted + 1, len(self.tried))):
+        were accepted, position accepted + 1 (if drafted) was tried and rejected, later ones not tried.
+        `start`: positions before it were reported already (a probe judged as the target commits)."""
+        for i in range(start, min(drafted, accepted + 1, len(self.tried))):
             self.tried[i] += 1
             self.accepted[i] += i < accepted
 
     def rates(self) -> list[float]:
-        if not self.prior:
-            return []
-        s = self.strength
-        first = (self.accepted[0] + s * self.prior[0]) / (self.tried[0] + s)
-        scale = first / self.prior[0] if self.prior[0] > 0 else 1.0
-        priors = [self.prior[0]] + [min(1.0, p * scale) for p in self.prior[1:]]
-        return [(a + s * p) / (t + s) for a, t, p in zip(self.accepted, self.tried, priors)]
+        s, out, scale = self.strength, [], 1.0
+        for a, t, p in zip(self.accepted, self.tried, self.prior):
+            out.append((a + s * min(1.0, p * scale)) / (t + s))
+            if p > 0:
+                scale = out[-1] / p
+        return out
 
 
 class AutoDraft:
@@ -186,10 +186,13 @@ class AutoDraft:
         elif ms is not None and steady:
             self.plain = [self.plain[0] + ms, self.plain[1] + 1]
 
-    def observe_probe(self, drafted: int, matched: int) -> None:
-        """Of a shadow probe's drafts the target has committed past (`drafted`), the first `matched` came true."""
-        self.acceptance.observe(drafted, matched)
-        if self._choose() == 0:  # still parked: wait twice as long for the next
+    def observe_probe(self, drafted: int, matched: int, start: int = 0, final: bool = True) -> None:
+        """Of a shadow probe's drafts the target has committed past (`drafted`), the first `matched` came
+        true; those before `start` were reported already. Reported as the target commits (a head that
+        lands its first drafts is picked up before its probe is over); once `final`, a probe that leaves
+        the generation parked doubles the wait for the next."""
+        self.acceptance.observe(drafted, matched, start)
+        if final and self._choose() == 0:
             self.gap = min(2 * self.gap, self.gaps[1])
 
 

@@ -231,9 +231,10 @@ class Generation:
         self.queued: mx.array | None = None  # plain steps: the next token, already dispatched
         self.next_k: int | None = None  # the next round's draft length, when decided ahead
         self.shared: Prefill | None = None  # a prefill run for several engines (see share())
-        self.shadow: tuple[mx.array | list[int], int] | None = None  # a probe's drafts, and where they start in ids
+        self.shadow: tuple[mx.array | list[int], int, int] | None = None  # a probe's drafts, where they start in ids, how many judged
         self.probe_key = mx.random.key(self.engine.sampling.seed + 1)  # probes leave the main key stream alone
         self.in_flight = False  # work this generation dispatched and nobody has waited for yet
+        self.carry = 0.0  # decode time spent in the prefill round (dispatching the first plain step): the next round's
         self.key = mx.random.key(self.engine.sampling.seed)
         self.accept_lengths: list[int] = []
         self.drafted: list[int] = []
@@ -330,10 +331,13 @@ class Generation:
             logits, taps = pre.logits, pre.taps_of(eng.taps)
             n, committed = accept(mx.array([], dtype=mx.uint32), None, logits[0], eng.sampling, k_verify)
             self._taps_to_keep(taps, len(self.prompt_ids))
-            if self._pipeline():
-                self.queued = self._plain_forward(committed[:1])
             mx.eval(committed, *([taps] if taps is not None else []))
             tokens, accepted, drafted = [int(committed[0].item())], 0, 0
+            first = time.perf_counter()  # the prefill ends here; a plain step dispatched now is decoding
+            if self._pipeline():
+                self.queued = self._plain_forward(committed[:1])
+            self.carry = time.perf_counter() - first
+            tic += self.carry
         else:
             anchor = self.ids[-1]
             new_taps = None if not self.pending else mx.concatenate(self.pending, axis=1)
@@ -356,6 +360,8 @@ class Generation:
         seconds = time.perf_counter() - tic + shared
         if self.policy and self.ids:
             self.policy.observe(drafted, accepted, 1000 * seconds)
+        if self.ids:
+            seconds, self.carry = seconds + self.carry, 0.0
         self.in_flight = self.queued is not None
         return self._commit(tokens, accepted, drafted, seconds)
 
@@ -377,6 +383,7 @@ class Generation:
         seconds = time.perf_counter() - tic
         if self.policy:
             self.policy.observe(0, 0, 1000 * seconds, steady=steady)
+        seconds, self.carry = seconds + self.carry, 0.0
         return self._commit(tokens, 0, 0, seconds)
 
     def _probe(self, k: int) -> None:
@@ -391,20 +398,20 @@ class Generation:
             self.probe_key, key = mx.random.split(self.probe_key)
         draft, _ = self.engine.drafter.propose(self.draft_cache, new_taps, self.ids[-1], k, self.engine.sampling, key)
         mx.async_eval(draft)
-        self.shadow = (draft, len(self.ids))
+        self.shadow = (draft, len(self.ids), 0)
 
     def _check_probe(self) -> None:
-        """Once the target committed past a probe's first miss (or all of its drafts, or it is done),
-        tell the policy how many of its drafts came true."""
-        draft, start = self.shadow
+        """Tell the policy which of a probe's drafts the target has committed since (each judged once,
+        as it comes); the probe is over at its first miss, its last draft or the generation's end."""
+        draft, start, judged = self.shadow
         if not isinstance(draft, list):
             draft = draft.tolist()
-            self.shadow = (draft, start)
         seen = self.ids[start : start + len(draft)]
         matched = next((i for i, (a, b) in enumerate(zip(draft, seen)) if a != b), len(seen))
-        if matched < len(seen) or len(seen) == len(draft) or self.done:
-            self.policy.observe_probe(len(seen), matched)  # drafts judged: up to the first miss
-            self.shadow = None
+        final = matched < len(seen) or len(seen) == len(draft) or self.done
+        if len(seen) > judged or final:
+            self.policy.observe_probe(len(seen), matched, start=judged, final=final)
+        self.shadow = None if final else (draft, start, len(seen))
 
     def settle(self) -> float:
         """Wait for the work this generation left in flight (the plain decoder's dispatched next step),

@@ -40,7 +40,11 @@ def test_acceptance_is_learned_per_position():
         acc.observe(drafted=3, accepted=1)  # the first draft always survives, the second never
     rates = acc.rates()
     assert rates[0] > 0.9 and rates[1] < 0.1
-    assert rates[2] == pytest.approx(min(1.0, 0.5 * rates[0] / 0.5))  # never tried: its prior moved with position 1
+    assert rates[2] == pytest.approx(rates[1])  # never tried: its prior moved with position 2's evidence
+    untried = Acceptance([0.5, 0.4, 0.4], strength=2.0)
+    for _ in range(20):
+        untried.observe(drafted=1, accepted=1)  # position 1 lands more often than calibrated ...
+    assert untried.rates()[2] == pytest.approx(0.4 * untried.rates()[0] / 0.5)  # ... and so, presumably, the rest
     weak = Acceptance([0.8, 0.8, 0.6], strength=4.0)
     for _ in range(16):
         weak.observe(drafted=1, accepted=0)  # position 1 never lands
@@ -111,6 +115,15 @@ def test_parked_steps_pipeline_probe_in_the_shadow_and_keep_every_tap_for_the_dr
     _, want = qwen3(mx.array([seen]), qwen3.make_cache(), head.config.target_layer_ids)
     np.testing.assert_allclose(np.array(mx.concatenate(taken + gen.pending, axis=1)), np.array(want), atol=1e-4)
     assert list(gen)[-1].done and gen.result.token_ids == Engine(qwen3).generate(prompt, 12).token_ids
+
+
+def test_a_probe_is_judged_draft_by_draft_as_the_target_commits():
+    auto = AutoDraft(Costs(verify=[10.0, 11.0, 12.0], draft=[0.0, 1.0, 1.5], prior=[0.05, 0.05]), max_k=2)
+    auto.next(), auto.probe(), auto.probe()
+    auto.observe_probe(drafted=1, matched=1, final=False)  # its first draft came true, the second is not known yet
+    assert auto.acceptance.tried == [1, 0] and auto.acceptance.accepted == [1, 0] and auto.gap == 2
+    auto.observe_probe(drafted=2, matched=1, start=1)  # the second missed: positions before `start` not counted again
+    assert auto.acceptance.tried == [1, 1] and auto.acceptance.accepted == [1, 0] and auto.gap == 4  # still parked
 
 
 def test_probes_that_leave_it_parked_come_less_often():

@@ -1,5 +1,7 @@
 """Greedy speculative output must equal plain greedy decoding, token for token."""
 
+import time
+
 import mlx.core as mx
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -126,3 +128,24 @@ def test_profiling_times_the_drafter_and_changes_nothing(pair):
     for head in (dflash, dspark):
         res = Engine(t, head, profile=True).generate([11, 12, 13], 16)
         assert res.token_ids == want and 0 < res.draft_seconds < res.decode_seconds
+
+
+def test_decode_time_holds_every_plain_step_and_the_prefill_none(qwen3, monkeypatch):
+    """Pipelined plain decoding dispatches its first step in the prefill round (on the CPU backend the
+    dispatch waits for most of the compute): that step is decoding, so its time counts there, not in
+    the prefill (as mlx-lm counts from the first token), or plain decoding reads faster than it is."""
+    from spec.engine import Generation
+
+    plain, step_s = Generation._plain_forward, 0.05
+
+    def slow(self, token):  # every plain step dispatched takes at least step_s
+        time.sleep(step_s)
+        return plain(self, token)
+
+    monkeypatch.setattr(Generation, "_plain_forward", slow)
+    gen = Engine(qwen3).start([11, 12, 13], 6)
+    rounds = list(gen)
+    res = gen.result
+    assert len(res.token_ids) == 6 and res.prefill_seconds < step_s
+    assert res.decode_seconds >= 5 * step_s  # the steps of tokens 2..6
+    assert sum(r.seconds for r in rounds) == pytest.approx(res.prefill_seconds + res.decode_seconds)
