@@ -9,7 +9,6 @@ from hypothesis import given, settings, strategies as st
 from spec.dflash import load_dflash
 from spec.dspark import load_dspark
 from spec.engine import Engine
-from spec.verify import Sampling, pick
 
 prompts = st.lists(st.integers(min_value=4, max_value=259), min_size=1, max_size=40)
 

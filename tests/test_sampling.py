@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from spec import verify
 from spec.dspark import load_dspark
 from spec.engine import Engine
 from spec.verify import Sampling, accept_sampled, log_probs
