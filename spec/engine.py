@@ -231,10 +231,11 @@ class Generation:
         self.queued: mx.array | None = None  # plain steps: the next token, already dispatched
         self.next_k: int | None = None  # the next round's draft length, when decided ahead
         self.shared: Prefill | None = None  # a prefill run for several engines (see share())
-        self.shadow: tuple[mx.array | list[int], int, int] | None = None  # a probe's drafts, where they start in ids, how many judged
+        # a probe's drafts, where they start in ids, and how many of them were judged so far
+        self.shadow: tuple[mx.array | list[int], int, int] | None = None
         self.probe_key = mx.random.key(self.engine.sampling.seed + 1)  # probes leave the main key stream alone
         self.in_flight = False  # work this generation dispatched and nobody has waited for yet
-        self.carry = 0.0  # decode time spent in the prefill round (dispatching the first plain step): the next round's
+        self.carry = 0.0  # decode time spent in the prefill round (dispatching a plain step): billed to the next round
         self.key = mx.random.key(self.engine.sampling.seed)
         self.accept_lengths: list[int] = []
         self.drafted: list[int] = []

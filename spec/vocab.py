@@ -52,7 +52,8 @@ class DraftVocab:
             raise SpecError(f"draft vocabulary ids must be within 0..{V - 1}")
         sub = mx.array(ids.astype(np.uint32))
         markov = getattr(head, "markov_head", None)
-        out = cls(sub, rows_of(head.output_layer(), sub), None if markov is None else rows_of(markov.markov_w2, sub), V)
+        out = cls(sub, rows_of(head.output_layer(), sub),
+                  None if markov is None else rows_of(markov.markov_w2, sub), V)
         mx.eval(out.weight, *([] if out.markov is None else [out.markov]))  # copied now, not in the first draft
         return out
 

@@ -1,5 +1,5 @@
-import json
 import atexit
+import json
 import os
 import shutil
 import sys
