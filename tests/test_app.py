@@ -278,9 +278,20 @@ def opened(browser, failure: str | None = None, size: tuple[int, int] | None = (
 
 
 def set_max_tokens(page, n: int) -> None:
-    box = page.locator("#max-new input[type=number]")
-    box.fill(str(n))
-    box.press("Enter")
+    """Type n into the slider's box until the slider has taken it (a fill while Settings is still opening
+    was lost once in a clean-clone run: the race then ran the default 128 tokens and ended before Stop)."""
+    from playwright.sync_api import expect
+
+    box, slider = page.locator("#max-new input[type=number]"), page.locator("#max-new input[type=range]")
+    for attempt in range(3):
+        box.fill(str(n))
+        box.press("Enter")
+        try:
+            expect(slider).to_have_value(str(n), timeout=5_000)
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
 
 
 def wait_done(page, state: str = "finished", timeout: float = 120_000) -> None:
