@@ -353,10 +353,13 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
                 where = next((i for i, (a, b) in enumerate(zip(out, reference)) if a != b), min(len(out), len(reference)))
                 raise SpecError(f"{m.name} differs from greedy on prompt {pi} ({domain}) at token {where}")
             verify_s = prof["decode_s"] - prof["draft_s"]
+            trial_tok_s = [r["tok_s"] for r in runs]
             rows.append({
                 "domain": domain, "method": m.name, "prompt": pi, "tokens": len(out),
                 "rounds": len(runs[0]["accept"]), "committed": sum(runs[0]["accept"]),
-                "tok_s": float(np.median([r["tok_s"] for r in runs])),
+                "tok_s": float(np.median(trial_tok_s)),
+                "tok_s_trials": " ".join(f"{x:.2f}" for x in trial_tok_s),
+                "spread": spread(trial_tok_s),
                 "draft_ms_per_round": 1000 * prof["draft_s"] / max(1, len(prof["accept"])),
                 "draft_share": prof["draft_s"] / verify_s if prof["draft_s"] and verify_s > 0 else 0.0,
                 "drafted": " ".join(map(str, runs[0].get("drafted", []))),
@@ -364,6 +367,16 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
             bar.update(1)
     bar.close()
     return pd.DataFrame(rows)
+
+
+def spread(values: list[float]) -> float:
+    """How far one trial's figure strays: the median absolute deviation from the median, as a share of
+    it (NaN for one trial). The bench's resolution: a difference between two rows smaller than about
+    this is the machine's noise, not the methods'."""
+    if len(values) < 2:
+        return float("nan")
+    mid = float(np.median(values))
+    return float(np.median([abs(v - mid) for v in values])) / mid
 
 
 def write_outputs(runs: "Any", table: "Any", out: Path, header: str) -> list[Path]:
@@ -379,6 +392,11 @@ def write_outputs(runs: "Any", table: "Any", out: Path, header: str) -> list[Pat
     mix = length_mix(runs)
     if mix:
         md += "\nchosen draft lengths of the auto rows, share of rounds (0 = parked: a plain target step):\n" + mix
+    if "spread" in runs and runs["spread"].notna().any():
+        by_domain = runs.groupby("domain", sort=False)["spread"].median()
+        md += ("\ntrial-to-trial spread of a run's decode tok/s (median absolute deviation of its trials, % of "
+               "their median; median over the runs): " + ", ".join(f"{d} {100 * v:.1f}%" for d, v in by_domain.items())
+               + "\n")
     cost = table.groupby("method", sort=False)["draft % of verify"].median().dropna()
     if len(cost[cost > 0]):
         md += "\ndrafter cost, median % of the verify forward: " + ", ".join(

@@ -28,6 +28,17 @@ def test_head_to_head_smoke(tiny_dir, tmp_path):
     assert "accept / tok/s / speedup" in (out / "table.md").read_text()
 
 
+def test_the_bench_reports_how_far_trials_stray(tmp_path):
+    assert bench.spread([10.0, 11.0, 9.0, 10.0]) == pytest.approx(0.05)  # deviations 0, 1, 1, 0: median 0.5
+    assert bench.spread([10.0]) != bench.spread([10.0])  # NaN: one trial says nothing about the noise
+    methods, domains = ["greedy (ours)", "DSpark auto", "greedy (ours)"], ["chat", "chat", "code"]
+    runs = pd.DataFrame({"domain": domains, "method": methods, "spread": [0.02, 0.04, 0.05]})
+    table = pd.DataFrame({"method": methods, "domain": domains, "accept": [1.0, 1.5, 1.0], "tok/s": [10.0, 12.0, 9.0],
+                          "speedup": [1.0, 1.2, 1.0], "draft % of verify": [0.0, 10.0, 0.0]})
+    md = bench.write_outputs(runs, table, tmp_path, "# synthetic")[0].read_text()
+    assert "median over the runs): chat 3.0%, code 5.0%" in md
+
+
 def test_a_lossy_method_fails_the_run(qwen3, tiny_dir, monkeypatch):
     from spec.dflash import load_dflash
 
