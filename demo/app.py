@@ -49,11 +49,11 @@ from demo.stage import (MAX_NEW_TOKENS, Choice, Stage, describe, examples, prese
                         settings_of)
 from demo.status import error_html  # noqa: E402
 from demo.sweep_tab import run_sweep, sweep_api, sweep_tab  # noqa: E402
-from demo.view import PLOT_ROUNDS, View, empty_table, idle_lanes, readable  # noqa: E402
+from demo.view import DRAFTS, PLOT_ROUNDS, View, empty_table, idle_lanes, readable  # noqa: E402
 from spec.target import SpecError  # noqa: E402
 
 DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}
-COLORS = {"DSpark": "#7c3aed", "DFlash": "#0891b2"}
+COLORS = {"DSpark": "#7c3aed", "DFlash": "#0891b2", "DSpark" + DRAFTS: "#c4b5fd", "DFlash" + DRAFTS: "#67e8f9"}
 STREAM_EVERY = 0.12  # seconds between page updates while racing (every round would flood the socket)
 
 
@@ -285,9 +285,10 @@ def build_demo(stage: Stage) -> gr.Blocks:
                             lane_out.append(gr.HTML(first[2 * i], elem_id=f"meters-{name}"))
                             lane_out.append(gr.HTML(first[2 * i + 1], elem_id=f"text-{name}", max_height=420,
                                                     autoscroll=True))
-                plot = gr.LinePlot(None, x="round", y="accept length", color="engine", color_map=COLORS,
+                plot = gr.LinePlot(None, x="round", y="tokens", color="series", color_map=COLORS,
                                    y_lim=[0, None], x_lim=[1, PLOT_ROUNDS], x_axis_format="d", elem_id="plot",
-                                   label="Accept length per round (tokens committed per target forward)")
+                                   label="Per round: accept length (tokens committed per target forward) and, "
+                                         "lighter, drafts verified (the length chosen; 0 = parked, a plain step)")
                 table = gr.DataFrame(empty_table(), label="Results (decode tok/s uses each engine's own busy time)",
                                      interactive=False, elem_id="table")
                 files = gr.File(label="Download the results (CSV, JSON)", file_count="multiple", interactive=False,

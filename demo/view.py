@@ -15,7 +15,8 @@ from demo.notes import below_greedy_html
 from demo.status import status_html
 from spec.target import SpecError
 
-PLOT_ROUNDS = 32  # the accept-length chart's x axis grows by this many rounds
+PLOT_ROUNDS = 32  # the per-round chart's x axis grows by this many rounds
+DRAFTS = " drafts"  # the chart's series of a head's chosen draft lengths: "DSpark drafts"
 
 
 @dataclass
@@ -85,15 +86,18 @@ class View:
         return lane.meter.tok_s / base.meter.tok_s
 
     def plot(self) -> pd.DataFrame | None:
-        """Accept length per round of each head; None (never an empty frame, Gradio 6 LinePlot) until
-        every head has a round or the race is over: the browser keeps the colours of the plot's first
-        frame, so a head missing from it would stay invisible for the whole race."""
+        """Per round of each head, its accept length and (a lighter line, "<head> drafts") the drafts it
+        verified: the length chosen, 0 for a parked round, so the chart shows where auto parks and how
+        much of each draft landed. None (never an empty frame, Gradio 6 LinePlot) until every head has a
+        round or the race is over: the browser keeps the colours of the plot's first frame, so a head
+        missing from it would stay invisible for the whole race."""
         heads = [n for n in ("dspark", "dflash") if n in self.lanes]
-        rounds = {n: self.lanes[n].meter.accept_lengths if self.lanes[n].meter else [] for n in heads}
-        if self.state == "racing" and not all(rounds.values()):
+        meters = {n: self.lanes[n].meter for n in heads}
+        if self.state == "racing" and not all(m is not None and m.accept_lengths for m in meters.values()):
             return None
-        rows = [{"round": i + 1, "accept length": a, "engine": LANES[n]}
-                for n in heads for i, a in enumerate(rounds[n])]
+        rows = [{"round": i + 1, "tokens": v, "series": LANES[n] + suffix}
+                for n, m in meters.items() if m is not None
+                for suffix, values in (("", m.accept_lengths), (DRAFTS, m.drafted)) for i, v in enumerate(values)]
         return pd.DataFrame(rows) if rows else None
 
     def place(self, name: str) -> int | None:

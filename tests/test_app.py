@@ -146,19 +146,28 @@ def test_view_without_heads_or_baseline_says_why():
 
 
 class FakeMeter:
-    def __init__(self, accept_lengths):
-        self.accept_lengths = accept_lengths
+    def __init__(self, accept_lengths, drafted):
+        self.accept_lengths, self.drafted = accept_lengths, drafted
 
 
 def test_plot_waits_until_every_head_has_a_round():
     # the browser keeps the colours of the plot's first frame: a head absent from it is never drawn
     view = View({n: Lane(n) for n in ("dspark", "dflash", "greedy")}, state="racing")
-    view.lanes["dspark"].meter = FakeMeter([2])
+    view.lanes["dspark"].meter = FakeMeter([2], [3])
     assert view.plot() is None
-    view.lanes["dflash"].meter = FakeMeter([1, 3])
-    assert sorted(view.plot()["engine"].unique()) == ["DFlash", "DSpark"] and len(view.plot()) == 3
+    view.lanes["dflash"].meter = FakeMeter([1, 3], [0, 4])
+    assert sorted(view.plot()["series"].unique()) == ["DFlash", "DFlash drafts", "DSpark", "DSpark drafts"]
+    assert len(view.plot()) == 6
     view.lanes["dflash"].meter, view.state = None, "finished"  # a race that ended keeps what it has
-    assert list(view.plot()["engine"].unique()) == ["DSpark"]
+    assert list(view.plot()["series"].unique()) == ["DSpark", "DSpark drafts"]
+
+
+def test_plot_carries_the_length_chosen_in_each_round():
+    # a parked round (a plain step) reads 0 drafts, beside its accept length of 1
+    view = View({"dflash": Lane("dflash")}, state="finished")
+    view.lanes["dflash"].meter = FakeMeter([3, 1, 1], [4, 0, 2])
+    plot = view.plot().pivot(index="round", columns="series", values="tokens")
+    assert plot["DFlash"].tolist() == [3, 1, 1] and plot["DFlash drafts"].tolist() == [4, 0, 2]
 
 
 # -- the named endpoint --------------------------------------------------------------------------
