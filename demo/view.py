@@ -91,13 +91,15 @@ class View:
         much of each draft landed. None (never an empty frame, Gradio 6 LinePlot) until every head has a
         round or the race is over: the browser keeps the colours of the plot's first frame, so a head
         missing from it would stay invisible for the whole race."""
-        heads = [n for n in ("dspark", "dflash") if n in self.lanes]
-        meters = {n: self.lanes[n].meter for n in heads}
+        meters = {n: self.lanes[n].meter for n in ("dspark", "dflash") if n in self.lanes}
         if self.state == "racing" and not all(m is not None and m.accept_lengths for m in meters.values()):
             return None
-        rows = [{"round": i + 1, "tokens": v, "series": LANES[n] + suffix}
-                for n, m in meters.items() if m is not None
-                for suffix, values in (("", m.accept_lengths), (DRAFTS, m.drafted)) for i, v in enumerate(values)]
+        rows = []
+        for n, m in meters.items():
+            if m is None:
+                continue
+            for suffix, values in (("", m.accept_lengths), (DRAFTS, m.drafted)):
+                rows += [{"round": i + 1, "tokens": v, "series": LANES[n] + suffix} for i, v in enumerate(values)]
         return pd.DataFrame(rows) if rows else None
 
     def place(self, name: str) -> int | None:
