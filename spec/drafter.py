@@ -53,7 +53,7 @@ class BackboneConfig:
     vocab_size: int
     block_size: int
     target_layer_ids: tuple[int, ...]
-    num_target_layers: int
+    num_target_layers: int | None  # None: not in the config (z-lab's gpt-oss head names its taps only)
     mask_token_id: int
     head_dim: int | None = None
     rms_norm_eps: float = 1e-6
@@ -67,6 +67,7 @@ class BackboneConfig:
     output_multiplier: float = 1.0
     final_logit_softcapping: float | None = None  # None: the target's own softcap
     model_type: str = "qwen3"
+    attention_bias: bool = False  # q/k/v/o projections with biases (z-lab's gpt-oss head)
     raw: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -97,11 +98,13 @@ class BackboneConfig:
             merged.pop("output_multiplier", None)
         merged.update(overrides)
         names = {f.name for f in fields(cls)} - {"raw"}
-        missing = [n for n in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                               "vocab_size", "block_size", "num_target_layers", "mask_token_id") if n not in merged]
+        required = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size",
+                    "block_size", "mask_token_id", "num_target_layers" if "target_layer_ids" not in merged else None)
+        missing = [n for n in required if n and n not in merged]
         if missing:
             raise SpecError(f"head config lacks {', '.join(missing)}")
         merged.setdefault("num_key_value_heads", merged["num_attention_heads"])
+        merged.setdefault("num_target_layers", None)
         return cls(**{k: v for k, v in merged.items() if k in names}, raw=cfg)
 
 
@@ -112,10 +115,11 @@ class DraftAttention(nn.Module):
         super().__init__()
         d, hd = cfg.hidden_size, cfg.head_dim
         self.n_heads, self.n_kv_heads, self.scale = cfg.num_attention_heads, cfg.num_key_value_heads, hd**-0.5
-        self.q_proj = nn.Linear(d, self.n_heads * hd, bias=False)
-        self.k_proj = nn.Linear(d, self.n_kv_heads * hd, bias=False)
-        self.v_proj = nn.Linear(d, self.n_kv_heads * hd, bias=False)
-        self.o_proj = nn.Linear(self.n_heads * hd, d, bias=False)
+        bias = bool(cfg.attention_bias)
+        self.q_proj = nn.Linear(d, self.n_heads * hd, bias=bias)
+        self.k_proj = nn.Linear(d, self.n_kv_heads * hd, bias=bias)
+        self.v_proj = nn.Linear(d, self.n_kv_heads * hd, bias=bias)
+        self.o_proj = nn.Linear(self.n_heads * hd, d, bias=bias)
         self.q_norm = nn.RMSNorm(hd, eps=cfg.rms_norm_eps)
         self.k_norm = nn.RMSNorm(hd, eps=cfg.rms_norm_eps)
 
@@ -392,7 +396,7 @@ def check_against_target(cfg: BackboneConfig, target: Target, who: str) -> None:
         raise SpecError(f"{who} has hidden size {cfg.hidden_size}, the target has {target.hidden_size}")
     if cfg.vocab_size != target.vocab_size:
         raise SpecError(f"{who} has vocabulary {cfg.vocab_size}, the target has {target.vocab_size}")
-    if cfg.num_target_layers != target.num_layers:
+    if cfg.num_target_layers not in (None, target.num_layers):
         raise SpecError(f"{who} was made for a {cfg.num_target_layers}-layer target; this target has "
                         f"{target.num_layers} layers")
     target.check_taps(cfg.target_layer_ids, who)

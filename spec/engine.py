@@ -8,7 +8,6 @@ tapped hidden rows of what was committed. One host sync per round.
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import mlx.core as mx
 from mlx_lm.tokenizer_utils import NaiveStreamingDetokenizer, StreamingDetokenizer
 
 from . import autodraft
+from .caches import copy_cache
 from .target import SpecError, Target
 from .verify import Sampling, accept
 
@@ -143,19 +143,6 @@ class Prefill:
         h = rows.shape[-1] // len(self.taps)
         return mx.concatenate([rows[..., self.taps.index(i) * h : (self.taps.index(i) + 1) * h] for i in layers],
                               axis=-1)
-
-
-def copy_cache(cache: list) -> list:
-    """A cache with its own arrays: an mx.array written in place (cache updates) changes for every
-    holder, so engines that share a prefill each get copies."""
-    out = []
-    for c in cache:
-        d = copy.copy(c)
-        for k, v in vars(c).items():
-            if isinstance(v, mx.array):
-                setattr(d, k, mx.array(v))
-        out.append(d)
-    return out
 
 
 class Engine:

@@ -1,10 +1,11 @@
 """The target model: any mlx-lm model, run on its own trimmable cache with hidden-state taps.
 
 We walk the model's own decoder layers instead of re-implementing them, so every family that
-mlx-lm supports with the usual `model.layers / embed_tokens / norm` layout works (llama, qwen2,
-qwen3, ...). Gemma-4 gets its own walk (scaled embedding, per-layer inputs, shared-KV layers,
-sliding-window layers on a cache that can be trimmed, logit softcap). One loaded Target is
-shared by many engines; each engine owns its cache.
+mlx-lm supports with the usual `model.layers / embed_tokens / norm` layout works: dense (llama,
+qwen2, qwen3, ...), mixture-of-experts (qwen3_moe, gpt_oss, ...) and hybrids whose recurrent layers
+can be rolled back (qwen3_5, qwen3_next, lfm2: see spec.caches). Gemma-4 gets its own walk (scaled
+embedding, per-layer inputs, shared-KV layers, logit softcap). One loaded Target is shared by many
+engines; each engine owns its cache.
 """
 
 from __future__ import annotations
@@ -19,9 +20,18 @@ import mlx.nn as nn
 from mlx_lm.models.base import create_attention_mask
 from mlx_lm.models.cache import KVCache, make_prompt_cache, trim_prompt_cache
 
+from .caches import RecurrentCache, WindowKVCache, install_taps, recording, rollback_caches
+
 GEMMA4_FAMILIES = ("gemma4", "gemma4_text")  # mlx-lm modules: multimodal hub checkpoints, text-only
-# What the engine cannot roll back or has never been tested on, by the config keys that announce it.
-MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "enable_moe_block")
+FINAL_NORMS = ("norm", "embedding_norm")  # the inner model's last norm (LFM2 names it embedding_norm)
+# Why a per-layer cache type of mlx-lm cannot take back a rejected draft (check_tappable's message).
+CACHE_WHY = {
+    "CacheList": "attention and a recurrent mixer side by side in one layer",
+    "RotatingKVCache": "a sliding window that keeps its first tokens (StreamingLLM sinks)",
+    "MambaCache": "a state-space layer without a convolution and recurrence we can tape",
+    "ChunkedKVCache": "chunked local attention",
+    "QuantizedKVCache": "quantized K/V",
+}
 # Files a checkpoint may bring: configs, weights, tokenizer files. Never *.py: we never run a checkpoint's code.
 TARGET_FILES = ("*.json", "*.safetensors", "*.jinja", "tokenizer.model", "merges.txt", "vocab.txt")
 HEAD_FILES = ("*.json", "*.safetensors")
@@ -133,114 +143,55 @@ def target_family(cfg: dict) -> str:
 
 
 def check_tappable(cfg: dict, family: str) -> None:
-    """Refuse, before any weight is read, a family the engine cannot verify on: experts we have not
-    tested, and layers whose cache cannot be rolled back after a rejected draft."""
-    from mlx_lm.models.cache import RotatingKVCache
+    """Refuse, before any weight is read, a family whose layers cannot take back a rejected draft:
+    every layer's cache must be one of ours (caches.rollback_caches), and the caches must pair with
+    the decoder layers one to one (our walk hands layer i cache i)."""
     from mlx_lm.utils import _get_classes
 
-    sub = cfg.get("text_config") or {}
-    moe = [k for k in MOE_KEYS if cfg.get(k) or sub.get(k)]
-    if moe or "moe" in family:
-        raise SpecError(f"target family {family!r} is a mixture-of-experts model ({', '.join(moe) or family}); "
-                        "speculative decoding on it is not tested here yet")
     if family in GEMMA4_FAMILIES:
-        return  # its sliding layers run on our trimmable WindowKVCache
+        return  # its own walk: sliding layers on WindowKVCache, shared-KV layers without a cache
     model_cls, args_cls = _get_classes(cfg)
     try:
-        caches = make_prompt_cache(model_cls(args_cls.from_dict(cfg)))  # lazy: no weights are made
+        model = model_cls(args_cls.from_dict(cfg))  # lazy: no weights are made
+        caches = make_prompt_cache(model)
     except Exception as e:
         raise SpecError(f"target family {family!r}: could not build its layers from config.json ({e})") from e
-    kinds = {type(c).__name__ for c in caches if type(c) is not KVCache}
-    if any(isinstance(c, RotatingKVCache) for c in caches):
-        raise SpecError(f"target family {family!r} has sliding-window layers on mlx-lm's RotatingKVCache, "
-                        "which cannot be rolled back after a rejected draft (only Gemma-4's are handled)")
-    if kinds:
-        raise SpecError(f"target family {family!r} keeps a recurrent state ({', '.join(sorted(kinds))}: linear "
-                        "attention or state-space layers) that cannot be rolled back after a rejected draft")
+    try:
+        rollback_caches(caches)
+    except ValueError as e:
+        raise SpecError(f"target family {family!r} keeps a per-layer cache we cannot roll back after a rejected "
+                        f"draft ({e}: {CACHE_WHY.get(str(e).split()[0], 'not supported')})") from None
+    layers = getattr(model, "layers", None)
+    if layers is not None and len(layers) != len(caches):
+        raise SpecError(f"target family {family!r}: {len(layers)} decoder layers but {len(caches)} caches (layers "
+                        "without a cache, e.g. MLP-only blocks, are not supported by our layer walk)")
+    recurrent_mixers(model, rollback_caches(caches))
 
 
 def _language_model(model: nn.Module) -> tuple[nn.Module, nn.Module]:
-    """(outer, inner): inner holds embed_tokens / layers / norm; outer holds lm_head if untied."""
+    """(outer, inner): inner holds embed_tokens / layers / the final norm; outer holds lm_head if untied."""
     outer = getattr(model, "language_model", model)
     inner = getattr(outer, "model", outer)
-    for attr in ("embed_tokens", "layers", "norm"):
+    for attr in ("embed_tokens", "layers"):
         if not hasattr(inner, attr):
             raise SpecError(f"{type(model).__name__}: no `{attr}`; this model layout is not supported")
+    if not any(hasattr(inner, n) for n in FINAL_NORMS):
+        raise SpecError(f"{type(model).__name__}: no final norm ({' / '.join(FINAL_NORMS)}); this model layout "
+                        "is not supported")
     return outer, inner
 
 
-class WindowKVCache:
-    """Sliding-window K/V that can be trimmed after a verify, unlike mlx-lm's RotatingKVCache.
-
-    A RotatingKVCache overwrites old rows in place once it is full and then refuses to trim, so
-    rejected draft rows could not be rolled back. Here rows stay in temporal order: `start` is the
-    absolute position of row 0 and `offset` the position after the last row. Rows that no query of
-    the current or a later chunk can see (position <= offset - window) are dropped only when the
-    buffer must grow, so memory stays near window + step rows and a trim of the newest rows is
-    always possible (the engine only trims rows of the chunk it just verified).
-    """
-
-    step = 256
-
-    def __init__(self, window: int):
-        self.window = int(window)
-        self.keys = self.values = None
-        self.start = self.offset = 0
-
-    def reserve(self, n: int) -> None:
-        """Make room for n new rows; when the buffer must grow, first drop the rows outside every
-        future query's window (position <= offset - window)."""
-        used = self.offset - self.start
-        if self.keys is None or used + n <= self.keys.shape[2]:
-            return
-        drop = max(0, min(used, self.offset - self.window + 1 - self.start))
-        keep = used - drop
-        cap = (keep + n + self.step - 1) // self.step * self.step
-        B, H, _, D = self.keys.shape
-        new_k = mx.zeros((B, H, cap, D), self.keys.dtype)
-        new_v = mx.zeros((B, H, cap, self.values.shape[3]), self.values.dtype)
-        new_k[..., :keep, :] = self.keys[..., drop:used, :]
-        new_v[..., :keep, :] = self.values[..., drop:used, :]
-        self.keys, self.values, self.start = new_k, new_v, self.start + drop
-
-    def update_and_fetch(self, keys: mx.array, values: mx.array) -> tuple[mx.array, mx.array]:
-        n = keys.shape[2]
-        if self.keys is None:
-            B, H, _, D = keys.shape
-            cap = (n + self.step - 1) // self.step * self.step
-            self.keys = mx.zeros((B, H, cap, D), keys.dtype)
-            self.values = mx.zeros((B, H, cap, values.shape[3]), values.dtype)
-        self.reserve(n)
-        used = self.offset - self.start
-        self.keys[..., used : used + n, :] = keys
-        self.values[..., used : used + n, :] = values
-        self.offset += n
-        return self.keys[..., : used + n, :], self.values[..., : used + n, :]
-
-    def mask(self, n: int) -> mx.array:
-        """Boolean [n, rows] for n new queries: causal, and each sees only its last `window` keys.
-        Call after reserve(n): the rows are those update_and_fetch will return."""
-        q = mx.arange(self.offset, self.offset + n)[:, None]
-        k = mx.arange(self.start, self.offset + n)[None]
-        return (k <= q) & (k > q - self.window)
-
-    def size(self) -> int:
-        return self.offset - self.start
-
-    def empty(self) -> bool:
-        return self.keys is None
-
-    def is_trimmable(self) -> bool:
-        return True
-
-    def trim(self, n: int) -> int:
-        n = min(self.offset - self.start, n)
-        self.offset -= n
-        return n
-
-    @property
-    def nbytes(self) -> int:
-        return 0 if self.keys is None else self.keys.nbytes + self.values.nbytes
+def recurrent_mixers(model: nn.Module, caches: list) -> dict[int, str]:
+    """Make every recurrent layer record its tape (caches.install_taps): {layer index: mixer class}.
+    A recurrent layer we cannot tape is one clear error naming its type."""
+    out = {}
+    for i, (layer, c) in enumerate(zip(_language_model(model)[1].layers, caches)):
+        if isinstance(c, RecurrentCache):
+            try:
+                out[i] = install_taps(layer)
+            except ValueError as e:
+                raise SpecError(f"decoder layer {i}: {e}; its state cannot be rolled back after a rejected draft")
+    return out
 
 
 PREFILL_CHUNK_CPU, PREFILL_CHUNK_GPU = 64, 512
@@ -264,12 +215,13 @@ class Target:
         self.is_gemma4 = self.family in GEMMA4_FAMILIES
         # a multimodal Gemma-4 config keeps the text model's keys under text_config; mlx-lm's own
         # args are the ground truth there (it also moves the top-level vocab_size into them)
-        cfg = dict(vars(self.outer.args)) if self.is_gemma4 else self.config
+        # (Qwen3.5's hub configs nest it the same way; mlx-lm reads that one as is)
+        cfg = dict(vars(self.outer.args)) if self.is_gemma4 else (self.config.get("text_config") or self.config)
+        self.final_norm = next(getattr(self.inner, n) for n in FINAL_NORMS if hasattr(self.inner, n))
         self.num_layers = len(self.inner.layers)
         self.hidden_size = int(cfg.get("hidden_size") or self.inner.embed_tokens.weight.shape[1])
         self.vocab_size = int(cfg.get("vocab_size") or self.inner.embed_tokens.weight.shape[0])
         self.max_context = int(cfg.get("max_position_embeddings") or 1 << 30)
-        self.sliding_window = cfg.get("sliding_window")
         # Gemma: embeddings x sqrt(H) and tanh-softcapped logits (the model's own constants)
         self.embed_scale = getattr(self.inner, "embed_scale", None) if self.is_gemma4 else None
         self.softcap = getattr(self.outer, "final_logit_softcapping", None) if self.is_gemma4 else None
@@ -278,6 +230,8 @@ class Target:
         # prompt tokens per prefill chunk: short enough on a CPU that Stop and progress answer within
         # about a second on long prompts, long enough on a GPU to keep it busy
         self.prefill_chunk = PREFILL_CHUNK_GPU if mx.default_device().type == mx.gpu else PREFILL_CHUNK_CPU
+        # recurrent layers (gated DeltaNet, short conv, Mamba-2) record a tape to take rows back
+        self.recurrent = {} if self.is_gemma4 else recurrent_mixers(self.model, self.make_cache())
 
     @classmethod
     def of(cls, model_or_target: "Target | nn.Module") -> "Target":
@@ -323,13 +277,37 @@ class Target:
         """The layer whose weight rows turn hidden states into logits (lm_head or the tied embedding)."""
         return getattr(self.outer, "lm_head", None) or self.inner.embed_tokens
 
+    def check_rollback(self, ids: Sequence[int] = (1, 2, 3, 4, 5, 6)) -> None:
+        """Rows taken back out of recurrent layers must leave them as if the rows had never run: a
+        forward of 6 tokens less its last 3, then one more token, must give what 3 + 1 tokens give."""
+        if not self.recurrent:
+            return
+        x = [int(i) % self.vocab_size for i in ids]
+        rolled, plain = self.make_cache(), self.make_cache()
+        try:
+            self(mx.array([x]), rolled)
+            self.trim(rolled, 3)
+            ours, _ = self(mx.array([x[3:4]]), rolled)
+            self(mx.array([x[:3]]), plain)
+            ref, _ = self(mx.array([x[3:4]]), plain)
+        except Exception as e:
+            raise SpecError(f"target family {self.family!r}: its recurrent layers "
+                            f"({', '.join(sorted(set(self.recurrent.values())))}) cannot be rolled back ({e})") from e
+        err = float(mx.abs(ours - ref).max())
+        if not err <= 1e-3 * max(1.0, float(mx.abs(ref).max())):
+            raise SpecError(f"target family {self.family!r}: rolling back its recurrent layers "
+                            f"({', '.join(sorted(set(self.recurrent.values())))}) is not exact (max difference "
+                            f"{err:.3g})")
+
     def make_cache(self) -> list:
+        """One cache per layer that can take back a verify's rejected rows (spec.caches)."""
         if self.is_gemma4:
             return self._gemma4_cache()
-        return make_prompt_cache(self.model)
+        return rollback_caches(make_prompt_cache(self.model))
 
     @staticmethod
     def trim(cache: list, n: int) -> None:
+        """Take the newest n rows back out of every layer (at most the rows of the latest forward)."""
         if n > 0:
             trim_prompt_cache(cache, n)
 
@@ -357,18 +335,26 @@ class Target:
             h = self._gemma4_layers(ids, h, cache, want)
         else:
             h = self._layers(h, cache, want)
-        logits = self.lm_head(self.inner.norm(h[:, -1:] if last_only else h))
+        logits = self.lm_head(self.final_norm(h[:, -1:] if last_only else h))
         hidden = mx.concatenate([want[int(t)] for t in taps], axis=-1) if taps else None
         return logits, hidden
 
     def _layers(self, h: mx.array, cache: list, want: dict) -> mx.array:
-        """llama / qwen2 / qwen3: one cache per layer, a causal (or windowed) mask."""
-        window = self.sliding_window
-        full_mask = create_attention_mask(h, cache[0])
+        """One cache per layer, each layer's mask by its cache: causal for K/V, causal and windowed for a
+        WindowKVCache, none for a recurrent layer (whose tape is recorded while it runs)."""
+        n = h.shape[1]
+        causal: Any = ...  # one causal mask for every K/V layer: made at the first one
         for i, (layer, c) in enumerate(zip(self.inner.layers, cache)):
-            sliding = getattr(layer, "use_sliding", False)
-            mask = create_attention_mask(h, c, window_size=window) if sliding else full_mask
-            h = layer(h, mask, c)
+            if isinstance(c, WindowKVCache):
+                c.reserve(n)
+                mask = c.mask(n)
+            elif isinstance(c, RecurrentCache):
+                mask = c.make_mask(n)
+            else:
+                causal = create_attention_mask(h, c) if causal is ... else causal
+                mask = causal
+            with recording(c, n):
+                h = layer(h, mask, c)
             if i in want:
                 want[i] = h
         return h
@@ -434,6 +420,22 @@ class Target:
         return self.tokenizer.decode(list(ids))
 
 
+def experts_in_f32_on_cpu(model: nn.Module) -> int:
+    """On MLX's CPU backend a gather matmul (mixture-of-experts layers: SwitchLinear) runs in float32 only
+    ("[GatherMM::eval] Currently only supports float32"): there, unquantized bf16 / f16 expert weights
+    are cast to f32 (twice their memory; quantized experts run as they are). Returns the layers cast."""
+    from mlx_lm.models.switch_layers import SwitchLinear
+
+    if mx.default_device().type != mx.cpu:
+        return 0
+    cast = 0
+    for _, module in model.named_modules():
+        if isinstance(module, SwitchLinear) and module.weight.dtype != mx.float32:
+            module.update({k: v.astype(mx.float32) for k, v in module.parameters().items()})
+            cast += 1
+    return cast
+
+
 def load_target(path_or_repo: str, *, lazy: bool = False) -> Target:
     """Load an mlx-lm model by hub id or folder: any family mlx-lm loads whose layers we can walk,
     tap and roll back; a checkpoint that would run its own code is refused."""
@@ -444,6 +446,8 @@ def load_target(path_or_repo: str, *, lazy: bool = False) -> Target:
     refuse_code(folder, cfg)
     check_tappable(cfg, target_family(cfg))
     model, tokenizer = mlx_load(str(folder), lazy=lazy)
+    experts_in_f32_on_cpu(model)
     target = Target(model=model, tokenizer=tokenizer, config=cfg, name=str(path_or_repo))
     target.check_walk()
+    target.check_rollback()
     return target

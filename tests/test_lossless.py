@@ -10,6 +10,8 @@ from spec.dflash import load_dflash
 from spec.dspark import load_dspark
 from spec.engine import Engine
 
+import tiny
+
 prompts = st.lists(st.integers(min_value=4, max_value=259), min_size=1, max_size=40)
 
 
@@ -68,29 +70,6 @@ def test_draft_vocabulary_is_lossless_and_drafts_stay_inside_it(pair, cap):
         assert drafts and all(set(d.tolist()) <= set(subset) for d, _ in drafts)
 
 
-class OracleDrafter:
-    """Proposes the true greedy continuation with random corruptions: exercises every accept length.
-
-    It wraps a real head (for the cache and the context bookkeeping) and overrides only the tokens."""
-
-    def __init__(self, head, truth: list[int], prompt_len: int, corrupt: float, seed: int):
-        self.head, self.truth, self.corrupt = head, truth, corrupt
-        self.kind, self.config, self.max_drafts = head.kind, head.config, head.max_drafts
-        self.pos = 0  # index in truth of the anchor
-        self.rng = __import__("random").Random(seed)
-
-    def make_cache(self):
-        return self.head.make_cache()
-
-    def propose(self, cache, new_taps, anchor, k, sampling, key, threshold=0.0):
-        self.head.propose(cache, new_taps, anchor, k, sampling, key)  # keep the real context cache going
-        self.pos = self.truth.index(anchor, self.pos) if anchor in self.truth[self.pos:] else self.pos
-        nxt = self.truth[self.pos + 1: self.pos + 1 + k]
-        nxt += [5] * (k - len(nxt))
-        out = [t if self.rng.random() > self.corrupt else (t + 1) % 200 + 4 for t in nxt]
-        return mx.array(out, dtype=mx.uint32), None
-
-
 @pytest.mark.parametrize("corrupt", [0.0, 0.15, 0.5])
 def test_oracle_partial_acceptance_is_lossless(pair, corrupt):
     t, dflash, dspark = pair
@@ -99,7 +78,7 @@ def test_oracle_partial_acceptance_is_lossless(pair, corrupt):
     for head in (dflash, dspark):
         seen = set()
         for seed in range(3):
-            eng = Engine(t, OracleDrafter(head, want, len(prompt), corrupt, seed))
+            eng = Engine(t, tiny.OracleHead(head, want, len(prompt), corrupt, seed))
             res = eng.generate(prompt, 40)
             assert res.token_ids == want
             seen.update(res.accept_lengths)

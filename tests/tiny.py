@@ -8,6 +8,7 @@ our loaders are checked against the format, not against our own module tree.
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import mlx.core as mx
@@ -104,6 +105,10 @@ def head_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
         if not k_eq_v:
             out[p + "self_attn.v_proj.weight"] = (nkv * hd, H)
         out[p + "self_attn.o_proj.weight"] = (H, nh * hd)
+        if cfg.get("attention_bias"):  # Qwen3's attention_bias: all four projections
+            for proj in ("q", "k", "v", "o"):
+                if p + f"self_attn.{proj}_proj.weight" in out:
+                    out[p + f"self_attn.{proj}_proj.bias"] = out[p + f"self_attn.{proj}_proj.weight"][:1]
         out[p + "self_attn.q_norm.weight"] = out[p + "self_attn.k_norm.weight"] = (hd,)
         out[p + "mlp.gate_proj.weight"] = out[p + "mlp.up_proj.weight"] = (I, H)
         out[p + "mlp.down_proj.weight"] = (H, I)
@@ -279,3 +284,87 @@ def make_gemma4_dflash_head(folder: Path, target_cfg: dict, taps=(1, 5), block_s
                 "sliding_window": window, "use_sliding_window": True})
     (folder / "config.json").write_text(json.dumps(cfg))
     return folder
+
+
+# -- hybrid and mixture-of-experts targets ------------------------------------------------------------
+
+FORMATS = Path(__file__).parent / "formats"
+# Sizes of the published configs shrunk for unit tests: widths, head counts and expert counts only.
+SMALL = {"hidden_size": 64, "intermediate_size": 128, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "linear_key_head_dim": 16,
+         "linear_value_head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4, "num_experts": 8,
+         "num_local_experts": 8, "num_experts_per_tok": 2, "experts_per_token": 2, "sliding_window": 8}
+
+
+def published(name: str) -> dict:
+    """A published config.json from tests/formats (org--name folder, under published/ or refused/)."""
+    for sub in ("published", "refused"):
+        path = FORMATS / sub / name / "config.json"
+        if path.exists():
+            return json.loads(path.read_text())
+    raise FileNotFoundError(name)
+
+
+def small_config(cfg: dict, layers: int, vocab: int = 272, max_pos: int = 512) -> dict:
+    """A published config with SMALL sizes, `layers` decoder layers (its layer pattern kept: the first
+    `layers` entries of layer_types), our tokenizer's vocabulary and a short context."""
+    out = {}
+    for k, v in cfg.items():
+        if k == "text_config" and isinstance(v, dict):
+            out[k] = small_config(v, layers, vocab, max_pos)
+        elif k in SMALL and v is not None:
+            out[k] = SMALL[k]
+        else:
+            out[k] = v
+    if "num_hidden_layers" in out:
+        out["num_hidden_layers"] = layers
+        if isinstance(out.get("layer_types"), list):
+            out["layer_types"] = out["layer_types"][:layers]
+        out["vocab_size"], out["max_position_embeddings"] = vocab, max_pos
+        out["eos_token_id"], out["bos_token_id"] = 2, 1
+        rope = out.get("rope_parameters") or {}
+        if "mrope_section" in rope:  # one pair of rotary frequencies per section, at head_dim 16
+            rope["mrope_section"] = [2, 1, 1]
+    return out
+
+
+def make_from_config(folder: Path, cfg: dict, seed: int = 0, scale: float = 4.0) -> Path:
+    """A random f32 mlx-lm folder of any family, built with mlx-lm's own model classes from `cfg`."""
+    from mlx_lm.utils import _get_classes
+
+    folder.mkdir(parents=True, exist_ok=True)
+    write_tokenizer(folder)
+    model_cls, args_cls = _get_classes(cfg)
+    mx.random.seed(seed)
+    model = model_cls(args_cls.from_dict(cfg))
+    outer = getattr(model, "language_model", model)
+    inner = getattr(outer, "model", None) or getattr(outer, "backbone", outer)
+    embed = getattr(inner, "embed_tokens", None) or getattr(inner, "embeddings")
+    embed.weight = embed.weight * scale
+    mx.save_safetensors(str(folder / "model.safetensors"), dict(tree_flatten(model.parameters())))
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder
+
+
+class OracleHead:
+    """Proposes the true greedy continuation with random corruptions: exercises every accept length.
+
+    It wraps a real head (for the cache and the context bookkeeping) and overrides only the tokens."""
+
+    def __init__(self, head, truth: list[int], prompt_len: int, corrupt: float, seed: int):
+        self.head, self.truth, self.corrupt = head, truth, corrupt
+        self.kind, self.config, self.max_drafts = head.kind, head.config, head.max_drafts
+        self.pos = 0  # index in truth of the anchor
+        self.rng = random.Random(seed)
+        self.draft_ids = getattr(head, "draft_ids", None)
+
+    def make_cache(self):
+        return self.head.make_cache()
+
+    def propose(self, cache, new_taps, anchor, k, sampling, key, threshold=0.0):
+        self.head.propose(cache, new_taps, anchor, k, sampling, key)  # keep the real context cache going
+        self.pos = self.truth.index(anchor, self.pos) if anchor in self.truth[self.pos:] else self.pos
+        nxt = self.truth[self.pos + 1: self.pos + 1 + k]
+        nxt += [5] * (k - len(nxt))
+        out = [t if self.rng.random() > self.corrupt else (t + 1) % 200 + 4 for t in nxt]
+        return mx.array(out, dtype=mx.uint32), None

@@ -11,6 +11,7 @@ Layer counts, vocabularies, taps, mask tokens and the chat templates stay as pub
 from __future__ import annotations
 
 import json
+from fnmatch import fnmatch
 from pathlib import Path
 
 import mlx.core as mx
@@ -24,9 +25,17 @@ PUBLISHED = Path(__file__).parent / "published"
 # The only keys build() changes: sizes. Everything else (layer counts, vocab, taps, ids) is as published.
 SHRINK = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
           "head_dim": 16, "global_head_dim": 32, "num_global_key_value_heads": 1, "sliding_window": 8,
-          "markov_rank": 8}
+          "markov_rank": 8,
+          # gated DeltaNet widths (Qwen3.5), experts (a count is a size too: 128-256 experts of every layer
+          # would make the shrunk MoE targets the largest files of the suite), and mRoPE's rotary sections
+          # (their sum is half the rotary width: 16 x 0.25 / 2 = 2)
+          "linear_key_head_dim": 16, "linear_value_head_dim": 16, "linear_num_key_heads": 2,
+          "linear_num_value_heads": 4, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32,
+          "num_experts": 8, "num_local_experts": 8, "num_experts_per_tok": 2, "experts_per_token": 2,
+          "mrope_section": [1, 1, 0]}
 
-TARGETS = ("mlx-community/Qwen3-4B-8bit", "mlx-community/gemma-4-12B-it-8bit")
+TARGETS = ("mlx-community/Qwen3-4B-8bit", "mlx-community/gemma-4-12B-it-8bit", "mlx-community/Qwen3-8B-8bit",
+           "Qwen/Qwen3.5-4B", "Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3-30B-A3B", "openai/gpt-oss-20b")
 # every head our presets and README name, with the target it is checked on (the 8B heads shrink to the
 # same sizes as the 4B ones: 36 layers, vocabulary 151,936, so the shrunk 4B target serves them)
 HEADS = {
@@ -36,7 +45,12 @@ HEADS = {
     "deepseek-ai/dspark_qwen3_4b_block7": "mlx-community/Qwen3-4B-8bit",
     "deepseek-ai/dspark_qwen3_8b_block7": "mlx-community/Qwen3-4B-8bit",
     "deepseek-ai/dspark_gemma4_12b_block7": "mlx-community/gemma-4-12B-it-8bit",
+    "z-lab/Qwen3.5-4B-DFlash": "Qwen/Qwen3.5-4B",
+    "z-lab/Qwen3.5-35B-A3B-DFlash": "Qwen/Qwen3.5-35B-A3B",
+    "z-lab/gpt-oss-20b-DFlash": "openai/gpt-oss-20b",
 }
+# heads in a published format we recognise and refuse with the reason (not loaded)
+REFUSED_HEADS = ("RedHatAI/Qwen3.6-35B-A3B-speculator.dspark",)
 
 
 def folder_of(repo: str) -> Path:
@@ -53,10 +67,10 @@ def published_tensors(repo: str) -> dict[str, dict] | None:
 
 
 def shrink(cfg: dict) -> dict:
-    """The same config with every SHRINK size replaced, in text_config too; nulls stay null."""
+    """The same config with every SHRINK size replaced, in nested configs too; nulls stay null."""
     out = {}
     for k, v in cfg.items():
-        if k == "text_config" and isinstance(v, dict):
+        if k in ("text_config", "rope_parameters", "transformer_layer_config") and isinstance(v, dict):
             out[k] = shrink(v)
         elif k in SHRINK and v is not None:
             out[k] = SHRINK[k]
@@ -89,6 +103,11 @@ def write_target(out: Path, cfg: dict, repo: str, seed: int = 0) -> Path:
     q = cfg.get("quantization")
     if q:
         nn.quantize(model, group_size=q["group_size"], bits=q["bits"], mode=q.get("mode", "affine"))
+    hf = cfg.get("quantization_config") or {}
+    if hf.get("quant_method") == "mxfp4":  # gpt-oss: MXFP4 experts, the modules it names left as they are
+        keep = [p.removeprefix("model.") for p in hf.get("modules_to_not_convert", [])]
+        nn.quantize(model, group_size=32, bits=4, mode="mxfp4", class_predicate=lambda p, m: hasattr(
+            m, "to_quantized") and not any(fnmatch(p.removeprefix("model."), k + "*") for k in keep))
     mx.save_safetensors(str(out / "model.safetensors"), dict(tree_flatten(model.parameters())),
                         metadata={"format": "mlx"})
     (out / "config.json").write_text(json.dumps(cfg, indent=4))
@@ -101,9 +120,12 @@ def write_tokenizer(out: Path, repo: str, cfg: dict) -> None:
     Qwen3's inside tokenizer_config.json (transformers 4.51 wrote it there), Gemma-4's as
     chat_template.jinja (listed among mlx-community/gemma-4-12B-it-8bit's files)."""
     tiny.write_tokenizer(out)
-    template = (folder_of(repo) / "chat_template.jinja").read_text()
+    path = folder_of(repo) / "chat_template.jinja"
+    template = path.read_text() if path.exists() else ""
     tok_cfg = json.loads((out / "tokenizer_config.json").read_text())
-    if "gemma" in repo:
+    if not template:  # no chat template quoted by a public source: our tokenizer's ChatML one stays
+        pass
+    elif "gemma" in repo:
         tok_cfg.pop("chat_template")
         (out / "chat_template.jinja").write_text(template)
     else:

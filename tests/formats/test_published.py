@@ -13,12 +13,12 @@ import shrunk
 import tiny
 from spec import (DFLASH_PRESETS, PRESETS, dflash_generate, greedy_generate, load_dflash, load_dspark,
                   speculative_generate)
-from spec.target import load_target
+from spec.target import SpecError, load_target
 
 PROMPT = "Why is the sky blue?"
 N = 8  # new tokens per check: the shrunk targets keep their 151,936 / 262,144-token 8-bit output layers
 K = 3  # drafts verified per round: the block still runs whole, fewer rows go through the output layer
-REPOS = sorted((*shrunk.TARGETS, *shrunk.HEADS))
+REPOS = sorted((*shrunk.TARGETS, *shrunk.HEADS, *shrunk.REFUSED_HEADS))
 
 
 def load_head(path, target=None):
@@ -66,9 +66,17 @@ def test_shrinking_keeps_every_key_and_changes_only_sizes(repo):
     cfg = shrunk.published_config(repo)
     small = shrunk.shrink(cfg)
     assert _keys(small) == _keys(cfg)
-    for key in set(cfg) - set(shrunk.SHRINK) - {"text_config"}:
+    nested = {"text_config", "rope_parameters", "transformer_layer_config"}  # shrunk key by key, recursively
+    for key in set(cfg) - set(shrunk.SHRINK) - nested:
         assert small[key] == cfg[key], key
     assert "auto_map" not in cfg or small["auto_map"] == {"AutoModel": "dflash.DFlashDraftModel"}
+
+
+# mlx-lm module that loads each target (gemma4_unified: mlx-lm's remap), and its recurrent layers' mixer
+FAMILIES = {"mlx-community/Qwen3-4B-8bit": ("qwen3", None), "mlx-community/Qwen3-8B-8bit": ("qwen3", None),
+            "mlx-community/gemma-4-12B-it-8bit": ("gemma4", None), "Qwen/Qwen3.5-4B": ("qwen3_5", "GatedDeltaNet"),
+            "Qwen/Qwen3.5-27B": ("qwen3_5", "GatedDeltaNet"), "Qwen/Qwen3.5-35B-A3B": ("qwen3_5_moe", "GatedDeltaNet"),
+            "Qwen/Qwen3-30B-A3B": ("qwen3_moe", None), "openai/gpt-oss-20b": ("gpt_oss", None)}
 
 
 @pytest.mark.parametrize("repo", shrunk.TARGETS)
@@ -76,8 +84,16 @@ def test_targets_load_as_published(repo, shrunk_targets):
     t, cfg = shrunk_targets[repo], shrunk.published_config(repo)
     text = cfg.get("text_config") or cfg
     assert t.num_layers == text["num_hidden_layers"] and t.vocab_size == text["vocab_size"]
-    assert "scales" in t.inner.layers[0].mlp.down_proj  # 8-bit, as mlx-community ships it
-    assert t.family == ("gemma4" if "gemma" in repo else "qwen3")  # gemma4_unified: mlx-lm's remap
+    if "quantization" in cfg:
+        assert "scales" in t.inner.layers[0].mlp.down_proj  # 8-bit, as mlx-community ships it
+    family, mixer = FAMILIES[repo]
+    assert t.family == family
+    types = text.get("layer_types") or []
+    if mixer:  # every linear_attention layer is a gated DeltaNet we tape; full attention every 4th
+        assert sorted(t.recurrent) == [i for i, kind in enumerate(types) if kind == "linear_attention"]
+        assert set(t.recurrent.values()) == {mixer} and types[3] == "full_attention"
+    else:
+        assert not t.recurrent
     ids = mx.array([[5, 6, 7, 8]])
     logits, taps = t(ids, t.make_cache(), taps=(0, t.num_layers - 2))
     assert mx.allclose(logits, t.model(ids), atol=1e-3)  # our walk is the model's own
@@ -165,6 +181,58 @@ def test_gemma_dspark_layer_scalar_is_read_from_the_checkpoint(scalar, tmp_path,
     head = load_dspark(str(folder), target)
     assert all(float(layer.layer_scalar[0]) == scalar for layer in head.layers)
     assert speculative_generate(target, head, PROMPT, N, max_draft=K).token_ids == greedy[shrunk.HEADS[repo]]
+
+
+GPT_OSS_DFLASH = "z-lab/gpt-oss-20b-DFlash"
+
+
+def _gpt_taps_count(cfg):
+    cfg["num_target_layers"] = 24
+
+
+def _gpt_full_layers(cfg):
+    cfg["layer_types"] = ["full_attention"] * cfg["num_hidden_layers"]
+
+
+def _gpt_yarn(cfg):  # the target's own YaRN scaling (a vLLM test implies the reference drafter uses it)
+    cfg["rope_scaling"] = dict(shrunk.published_config("openai/gpt-oss-20b")["rope_scaling"])
+
+
+GPT_READINGS = {"as quoted": None, "num_target_layers 24": _gpt_taps_count, "layer_types all full": _gpt_full_layers,
+                "target's YaRN rope": _gpt_yarn}
+
+
+@pytest.mark.parametrize("reading", GPT_READINGS)
+def test_gpt_oss_dflash_head_under_each_reading_of_its_partial_config(reading, tmp_path, shrunk_targets, greedy):
+    """Only 24 keys of z-lab's gpt-oss head are quoted (model_type gpt_oss, attention biases, 64 x 64 heads over
+    a 2880 width): each reading of what is missing loads, and decodes losslessly on the MoE + sliding target."""
+    target_repo = shrunk.HEADS[GPT_OSS_DFLASH]
+    target = shrunk_targets[target_repo]
+    head = load_dflash(str(shrunk.build(GPT_OSS_DFLASH, tmp_path / "h", edit=GPT_READINGS[reading])), target)
+    assert head.config.block_size == 8 and head.config.attention_bias and "bias" in head.layers[0].self_attn.q_proj
+    res = speculative_generate(target, head, PROMPT, N, max_draft=K)
+    assert res.token_ids == greedy[target_repo] and sum(res.drafted) > 0
+
+
+@pytest.mark.parametrize("repo, words", [
+    ("RedHatAI/Qwen3.6-35B-A3B-speculator.dspark", "speculators-format head .* not read yet"),
+])
+def test_head_formats_we_do_not_run_yet_are_refused_with_the_reason(repo, words, tmp_path):
+    folder = tmp_path / "h"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(shrunk.published_config(repo)))
+    mx.save_safetensors(str(folder / "model.safetensors"), {"fc.weight": mx.zeros((1, 1))})
+    for loader in (load_dflash, load_dspark):
+        with pytest.raises(SpecError, match=words):
+            loader(str(folder))
+
+
+def test_a_dflash2_head_is_refused_with_the_reason(tmp_path):
+    cfg = dict(shrunk.published_config("z-lab/Qwen3.5-4B-DFlash"), architectures=["DFlash2DraftModel"])
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    mx.save_safetensors(str(tmp_path / "model.safetensors"), {"fc.weight": mx.zeros((1, 1))})
+    with pytest.raises(SpecError, match="DFlash 2 head .* not supported yet"):
+        load_dflash(str(tmp_path))
 
 
 def test_the_original_tools_call_sequence(shrunk_dir, greedy):

@@ -1,0 +1,200 @@
+"""Hybrid (gated DeltaNet, short conv) and mixture-of-experts targets: rows taken back out of recurrent
+layers leave them exactly as feeding the committed tokens one by one would, and both heads decode
+losslessly on them. Targets are built with mlx-lm's own classes from published configs (tests/formats),
+shrunk in width only, their layer patterns kept."""
+
+import json
+import random
+
+import mlx.core as mx
+import numpy as np
+import pytest
+from mlx_lm.generate import generate_step
+from scipy.stats import chisquare
+
+import tiny
+from spec.caches import RecurrentCache
+from spec.dflash import load_dflash
+from spec.dspark import load_dspark
+from spec.engine import Engine
+from spec.target import SpecError, load_target
+from spec.verify import Sampling
+
+# name -> (published config folder, decoder layers kept: whole periods of its layer pattern)
+TARGETS = {
+    "qwen3_5": ("Qwen--Qwen3.5-27B", 8),  # 3 gated DeltaNet layers, then 1 full attention
+    "qwen3_moe": ("Qwen--Qwen3-30B-A3B", 4),  # 128 experts, 8 per token (shrunk to 8 and 2)
+}
+
+
+@pytest.fixture(scope="module", params=sorted(TARGETS))
+def pair(request, tmp_path_factory):
+    name = request.param
+    src, layers = TARGETS[name]
+    root = tmp_path_factory.mktemp(name)
+    cfg = tiny.small_config(tiny.published(src), layers)
+    tiny.make_from_config(root / "target", cfg)
+    text = cfg.get("text_config") or cfg
+    taps = (1, layers - 2)
+    tiny.make_dflash_head(root / "dflash", text, taps=taps)
+    tiny.make_dspark_head(root / "dspark", text, taps=taps)
+    t = load_target(str(root / "target"))
+    return t, load_dflash(str(root / "dflash"), t), load_dspark(str(root / "dspark"), t)
+
+
+def recurrent_states(cache):
+    return [a for c in cache if isinstance(c, RecurrentCache) for a in c.cache]
+
+
+@pytest.mark.parametrize("k", [1, 4, 7, 15])
+def test_rollback_equals_feeding_the_kept_tokens_one_by_one(pair, k):
+    """A verify of [anchor + k drafts] that keeps n + 1 rows (every n from 0 to k), then the rest taken
+    back: each layer's state is the state after the n + 1 tokens fed one at a time."""
+    t, _, _ = pair
+    prompt, rows = list(range(10, 40)), list(range(60, 60 + k + 1))
+    for n in range(k + 1):
+        verified, stepped = t.make_cache(), t.make_cache()
+        for cache in (verified, stepped):
+            t(mx.array([prompt]), cache)
+        t(mx.array([rows]), verified)
+        t.trim(verified, k - n)
+        for tok in rows[: n + 1]:
+            t(mx.array([[tok]]), stepped)
+        ours, ref = recurrent_states(verified), recurrent_states(stepped)
+        assert len(ours) == len(ref) and (ours or t.family == "qwen3_moe")
+        for a, b in zip(ours, ref):
+            assert a.shape == b.shape and mx.allclose(a, b, atol=1e-5, rtol=1e-4), (n, k)
+        assert [getattr(c, "offset", None) for c in verified] == [getattr(c, "offset", None) for c in stepped]
+        after = [t(mx.array([[7, 8]]), c)[0] for c in (verified, stepped)]
+        assert mx.allclose(*after, atol=1e-4)
+
+
+def test_a_second_take_back_of_the_same_rows_is_refused(pair):
+    t, _, _ = pair
+    if not t.recurrent:
+        pytest.skip("no recurrent layers")
+    cache = t.make_cache()
+    t(mx.array([[5, 6, 7, 8]]), cache)
+    t.trim(cache, 2)
+    with pytest.raises(RuntimeError, match="latest forward"):
+        t.trim(cache, 1)
+
+
+def test_taps_are_each_decoder_layers_output_whatever_its_mixer(pair):
+    t, _, _ = pair
+    ids = mx.array([[5, 6, 7, 8, 9]])
+    hidden = {}
+    inner = t.inner
+    h = inner.embed_tokens(ids)
+    cache = t.make_cache()
+    for i, (layer, c) in enumerate(zip(inner.layers, t.make_cache())):  # the model's own layers, fed by hand
+        mask = None if isinstance(c, RecurrentCache) else "causal"
+        h = layer(h, mask, c)
+        hidden[i] = h
+    logits, taps = t(ids, cache, taps=tuple(range(t.num_layers)))
+    H = t.hidden_size
+    for i in range(t.num_layers):
+        assert mx.allclose(taps[..., i * H : (i + 1) * H], hidden[i], atol=1e-4), i
+    assert mx.allclose(logits, t.model(ids), atol=1e-4)
+
+
+def mlx_lm_greedy(t, prompt, n):
+    """mlx-lm's own greedy decoding of the same model, cut where ours stops (eos)."""
+    out = []
+    for (tok, _), _ in zip(generate_step(mx.array(prompt), t.model, max_tokens=n,
+                                         sampler=lambda x: mx.argmax(x, axis=-1)), range(n)):
+        out.append(int(tok))
+        if out[-1] in t.eos_ids:
+            break
+    return out
+
+
+@pytest.mark.parametrize("cap", [1, 3, 0, "auto"])
+def test_partial_acceptance_is_lossless_for_both_heads(pair, cap):
+    """Heads that guess right most of the time (tiny.OracleHead around each real head: its drafts are
+    the target's greedy continuation with corruptions) land partly; the output stays the target's."""
+    t, dflash, dspark = pair
+    prompt = [12, 40, 33, 81, 9, 100, 27]
+    want = Engine(t).generate(prompt, 48).token_ids
+    assert want == mlx_lm_greedy(t, prompt, 48)
+    for head in (dflash, dspark):
+        rounds = []  # (landed, drafted) of every drafting round
+        for seed in range(2):
+            oracle = tiny.OracleHead(head, want, len(prompt), corrupt=0.25, seed=seed)
+            eng = Engine(t, oracle, max_draft=cap)
+            oracle.pos, oracle.rng = 0, random.Random(seed)  # calibration (auto) drafted with it too
+            res = eng.generate(prompt, 48)
+            assert res.token_ids == want, (head.kind, cap, seed)
+            rounds += [(a - 1, d) for a, d in zip(res.accept_lengths, res.drafted) if d]
+        assert any(0 < a for a, _ in rounds), (head.kind, cap)  # drafts landed ...
+        if cap != 1:
+            assert any(0 < a < d for a, d in rounds), (head.kind, cap)  # ... some only partly: rolled back
+
+
+def test_real_heads_are_lossless_at_every_cap_and_auto(pair):
+    t, dflash, dspark = pair
+    for prompt in ([5, 6, 7, 8], [100, 120, 30, 40, 50, 60]):
+        want = Engine(t).generate(prompt, 24).token_ids
+        for head in (dflash, dspark):
+            for cap in (1, 3, 0, "auto"):
+                assert Engine(t, head, max_draft=cap).generate(prompt, 24).token_ids == want, (head.kind, cap)
+
+
+def test_a_shared_prefill_gives_each_engine_its_own_recurrent_state(pair):
+    """A race prefills once and copies the cache to each engine: one engine's rounds must not move
+    another's recurrent state (its slots live in a list)."""
+    from spec.engine import Prefill
+
+    t, dflash, dspark = pair
+    prompt = [14, 15, 16, 17, 18]
+    want = Engine(t).generate(prompt, 16).token_ids
+    engines = [Engine(t, dflash, max_draft=3), Engine(t, dspark, max_draft=2), Engine(t)]
+    taps = sorted({i for e in engines for i in e.taps})
+    pre = Prefill(t, prompt, taps).run()
+    gens = [e.start(prompt, 16) for e in engines]
+    for g in gens:
+        g.share(pre)
+    while not all(g.done for g in gens):  # interleaved, one round each
+        for g in gens:
+            if not g.done:
+                g.step()
+                g.settle()
+    assert [g.result.token_ids for g in gens] == [want] * 3
+
+
+def vocab8_hybrid(tmp_path):
+    cfg = tiny.small_config(tiny.published("Qwen--Qwen3.5-27B"), 4, vocab=8)
+    folder = tiny.make_from_config(tmp_path / "t", cfg, seed=5, scale=1.0)
+    tiny.make_dspark_head(tmp_path / "h", cfg["text_config"], taps=(0, 2), block_size=3, rank=4, seed=7)
+    t = load_target(str(folder))
+    t.eos_ids = set()
+    return t, load_dspark(str(tmp_path / "h"), t)
+
+
+def test_sampling_on_a_hybrid_target_is_an_exact_sample(tmp_path):
+    """T = 1 through the whole engine (DSpark, cap 2: the second and third tokens are drafted and verified,
+    rejected drafts rolled back out of the gated DeltaNet layers) against the target's own law."""
+    from test_sampling import expected_counts, later_tokens_law
+
+    t, head = vocab8_hybrid(tmp_path)
+    prompt = [1, 4, 6]
+    exp = later_tokens_law(t, prompt, Sampling(1.0, seed=0))
+    n, counts, rolled = 1200, np.zeros((8, 8)), 0
+    for seed in range(n):
+        res = Engine(t, head, max_draft=2, sampling=Sampling(1.0, seed=seed)).generate(prompt, 3)
+        counts[res.token_ids[1], res.token_ids[2]] += 1
+        rolled += any(a - 1 < d for a, d in zip(res.accept_lengths, res.drafted) if d)
+    assert rolled > n // 10  # rejections happened: the rollback was exercised
+    assert chisquare(counts.ravel(), expected_counts(exp.ravel(), n)).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda c: c.update(model_type="falcon_h1"), "falcon_h1"),
+])
+def test_families_still_refused_say_why(edit, words, tmp_path):
+    cfg = tiny.small_config(tiny.published("Qwen--Qwen3.5-27B"), 4)
+    folder = tiny.make_from_config(tmp_path / "t", cfg)
+    edit(cfg)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(SpecError, match=words):
+        load_target(str(folder))
