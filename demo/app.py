@@ -369,7 +369,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--share", action="store_true", help="also open a public gradio.live link")
     ap.add_argument("--allow-custom", action="store_true", help="served beyond this machine (--host, --share), "
                     "still let visitors switch presets (downloads) and load folders or hub ids of their own")
-    ap.add_argument("--preset", default="pocket", help="pocket (offline), qwen3, gemma4")
+    ap.add_argument("--preset", default="pocket", help="pocket (offline), qwen3, qwen3-8b, qwen3.5, gemma4")
     ap.add_argument("--target", help="target hub id or folder; with --dspark / --dflash it replaces the preset "
                     "(a head not given is left out)")
     ap.add_argument("--dspark", help="DSpark head hub id or folder")

@@ -69,14 +69,16 @@ def verdict_badge(v: str) -> str:
     return f'<span class="verdict {kind}" title="{esc(v)}">{mark}{esc(short_v)}</span>'
 
 
-def meters_html(name: str, lane: Lane | None, speedup: float | None, place: int | None = None) -> str:
+def meters_html(name: str, lane: Lane | None, speedup: float | None, place: int | None = None,
+                absent: str = "") -> str:
     """The lane's card: accept length, decode tok/s and speedup (own busy time), tokens, and its engine
-    seconds (the race clock it has reached; its finish time once done, with its place)."""
+    seconds (the race clock it has reached; its finish time once done, with its place). A lane not in
+    the race says why (`absent`: e.g. no head of its kind is published for this target)."""
     label = lane_label(name, lane is not None and lane.sampled)
     head = (f'<div class="lane-head"><span class="dot {name}"></span><span class="lane-name">{label}</span>'
             f'<span class="lane-note">{LANE_NOTES[name]}</span></div>')
     if lane is None:
-        why = "baseline off" if name == "greedy" else "no head loaded"
+        why = "baseline off" if name == "greedy" else absent or "no head loaded"
         return f'<div class="lane-card off">{head}<div class="muted">not in this race ({why})</div></div>'
     m = lane.meter
     clock_label = "finished at" if lane.done and m else "engine s"

@@ -160,7 +160,8 @@ def describe(stage: Stage) -> str:
     else:
         names = stage.names()
         for key, label in (("target", "target:"), ("dspark", "DSpark head:"), ("dflash", "DFlash head:")):
-            chips.append((label, names.get(key, "none"), names.get(key, "not loaded")))
+            why = a.missing.get(key, "")
+            chips.append((label, names.get(key, "none published" if why else "none"), names.get(key, why or "not loaded")))
         device, blas = a.call(_device_and_blas)
         chips += [("device", device, ""), ("BLAS", blas.split(" (")[0], stage.exposure.scrub(blas))]
     chips.append(("versions", " · ".join(f"{pkg} {v}" for pkg, v in versions().items()

@@ -39,12 +39,13 @@ class View:
     stopping: bool = False  # Stop pressed, the race not ended yet
     rounds: dict[str, list[dict]] = field(default_factory=dict)  # engine -> its rounds, for the download
     plot_span: int = 0  # the rounds the chart's x axis was last sent with
+    absent: dict[str, str] = field(default_factory=dict)  # head kind -> why it is not in the race
 
     @classmethod
     def for_arena(cls, arena: Any, settings: Any) -> "View":
         names = [n for n in ("dspark", "dflash") if n in arena.heads] + (["greedy"] if settings.baseline else [])
         sampled = settings.temperature > 0
-        return cls({n: Lane(n, sampled) for n in names}, sampled=sampled)
+        return cls({n: Lane(n, sampled) for n in names}, sampled=sampled, absent=dict(getattr(arena, "missing", {})))
 
     def feed(self, ev: Any) -> None:
         self.wall = ev.wall or self.wall
@@ -111,7 +112,8 @@ class View:
         cols = []
         for name in LANES:
             lane = self.lanes.get(name)
-            cols += [meters_html(name, lane, self.speedup(name) if lane else None, self.place(name)),
+            cols += [meters_html(name, lane, self.speedup(name) if lane else None, self.place(name),
+                                 self.absent.get(name, "")),
                      text_html(name, lane)]
         files = gr.File(value=self.files, visible=True) if self.files else gr.File(value=None, visible=False)
         table = self.table if self.table is not None else empty_table()
@@ -145,7 +147,8 @@ def idle_lanes(stage: Any) -> list[str]:
     out = []
     for name in LANES:
         lane = Lane(name) if name in present else None
-        out += [meters_html(name, lane, None), text_html(name, lane, idle=True)]
+        out += [meters_html(name, lane, None, absent=getattr(a, "missing", {}).get(name, "")),
+                text_html(name, lane, idle=True)]
     return out
 
 

@@ -630,6 +630,9 @@ def main(argv: list[str]) -> int:
                    help="instead: the app's domain sweep (one race per prompt: DSpark, DFlash, greedy)")
     h.add_argument("--race-vs-solo", action="store_true",
                    help="instead: each engine's decode tok/s alone and inside a race, same prompts, interleaved")
+    h.add_argument("--rollback", action="store_true",
+                   help="instead: what taking rejected drafts back costs per draft length, on dense, hybrid and MoE "
+                        "random targets (or --model)")
     h.add_argument("--prefill", type=int, default=0, metavar="TOKENS",
                    help="instead: a race on a TOKENS-long prompt with the prefill shared vs one per engine")
     args = p.parse_args(argv)
@@ -647,6 +650,10 @@ def main(argv: list[str]) -> int:
         if threads and min(threads) < 1:
             p.error("--threads: counts must be >= 1")
         return run_curve(args.model, args.runs, args.greedy_tokens, args.context, threads, args.rounds)
+    if args.rollback:
+        from .rollback_bench import run as run_rollback
+
+        return run_rollback([args.model] if args.model else None, Path(args.out), args.runs)
     if args.sweep:
         return run_sweep(args)
     if args.prefill:

@@ -142,7 +142,8 @@ class RecurrentCache(ArraysCache):
             raise RuntimeError(f"a recurrent layer can only take back rows of its latest forward "
                                f"({self.rows} rows, {n} asked)")
         if len(tape.convs) > 1 or len(tape.calls) > 1 or not (tape.convs or tape.calls):
-            raise RuntimeError("a recurrent layer ran an unexpected number of convolutions or recurrences")
+            raise RuntimeError(f"one forward of this layer ran {len(tape.convs)} convolutions and {len(tape.calls)} "
+                               "recurrences; the tape takes back one of each")
         keep = self.rows - n
         state_slot = None
         if tape.calls:

@@ -16,7 +16,7 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m spec", description=__doc__,
                                  epilog=f"sub-commands: {', '.join(SUBCOMMANDS)} (python -m spec bench --help)")
     ap.add_argument("--mode", choices=["dspark", "dflash", "baseline"], default="dflash")
-    ap.add_argument("--family", default="pocket", help="preset: pocket (offline), qwen3, gemma4")
+    ap.add_argument("--family", default="pocket", help="preset: pocket (offline), qwen3, qwen3-8b, qwen3.5, gemma4")
     ap.add_argument("--model", help="target: hub id or folder (overrides the preset's)")
     ap.add_argument("--drafter", help="head: hub id or folder (overrides the preset's)")
     ap.add_argument("--max-draft", default="0",
@@ -52,10 +52,13 @@ def run(args: argparse.Namespace) -> int:
     from .dspark import load_dspark
     from .engine import Engine
     from .presets import get_preset, resolve
-    from .target import load_target
+    from .target import SpecError, load_target
     from .verify import Sampling
 
     preset = get_preset(args.family) if not (args.model and (args.drafter or args.mode == "baseline")) else None
+    if args.mode != "baseline" and not (args.drafter or getattr(preset, args.mode)):
+        raise SpecError(f"preset {preset.name!r} has no {args.mode} head: {preset.missing or 'none named'}; "
+                        "use the other --mode, or name a head with --drafter")
     target_ref = args.model or resolve(preset.target, "target")
     target = load_target(target_ref)
     drafter = None

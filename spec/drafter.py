@@ -405,15 +405,17 @@ def check_against_target(cfg: BackboneConfig, target: Target, who: str) -> None:
 
 
 def build_head(model_cls: type, config: BackboneConfig, weights: dict[str, mx.array], target: Target | None,
-               who: str, drafter_bits: int | None, folder: Path | None = None):
+               who: str, drafter_bits: int | None, folder: Path | None = None, draft_ids: Any = None):
     """The common tail of both loaders: refuse a head made for another target before reading its
-    weights, load them strictly, quantize if asked, bind (which applies a shipped draft vocabulary)."""
+    weights, load them strictly, quantize if asked, bind (which applies a shipped draft vocabulary:
+    draft_vocab.json, or `draft_ids` when the checkpoint carries its own)."""
     if target is not None:
         model_cls.check_target(config, target, who)
     model = model_cls.from_weights(config, weights)
     load_strict(model, weights, who, compute_dtype(weights))
     maybe_quantize(model, drafter_bits)
     ids = draft_vocab.read(folder) if folder is not None else None
+    ids = draft_ids if ids is None else ids
     model.draft_ids = None if ids is None else np.asarray(ids, dtype=np.int64)
     if target is not None:
         model.bind(target)

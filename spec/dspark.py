@@ -50,12 +50,13 @@ def check_family(config: DSparkConfig, target: Target, who: str = "DSpark head")
 
 
 class MarkovHead(nn.Module):
-    """Vanilla Markov head: logits_k += w2(w1[x_{k-1}]), a rank-r bigram correction."""
+    """Vanilla Markov head: logits_k += w2(w1[x_{k-1}]), a rank-r bigram correction (w2 has one row per
+    output row: the whole vocabulary, or a draft vocabulary shipped already cut)."""
 
-    def __init__(self, vocab: int, rank: int):
+    def __init__(self, vocab: int, rank: int, rows: int | None = None):
         super().__init__()
         self.markov_w1 = nn.Embedding(vocab, rank)
-        self.markov_w2 = nn.Linear(rank, vocab, bias=False)
+        self.markov_w2 = nn.Linear(rank, rows or vocab, bias=False)
 
     def __call__(self, prev: mx.array) -> mx.array:
         return self.markov_w2(self.markov_w1(prev))
@@ -76,18 +77,20 @@ class DSparkDraftModel(Backbone):
     kind, title = "dspark", "DSpark"
     first_draft_slot = 0
 
-    def __init__(self, config: DSparkConfig, own_embed: bool = True, own_head: bool = True):
+    def __init__(self, config: DSparkConfig, own_embed: bool = True, own_head: bool = True,
+                 rows: int | None = None):
         """own_embed / own_head: the checkpoint ships its frozen copies (deepseek-ai's do); a head
-        packaged without them shares the target's, as DFlash does."""
+        packaged without them shares the target's, as DFlash does. rows: output rows when the head
+        ships only its draft vocabulary's (speculators' layout), else the whole vocabulary."""
         super().__init__(config)
         if config.markov_rank and config.raw.get("markov_head_type", "vanilla") != "vanilla":
             raise SpecError(f"markov_head_type {config.raw['markov_head_type']!r} is not supported (only vanilla)")
         if own_embed:
             self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
         if own_head:
-            self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+            self.lm_head = nn.Linear(config.hidden_size, rows or config.vocab_size, bias=False)
         if config.markov_rank:
-            self.markov_head = MarkovHead(config.vocab_size, config.markov_rank)
+            self.markov_head = MarkovHead(config.vocab_size, config.markov_rank, rows if own_head else None)
         if config.confidence:
             extra = config.markov_rank if config.confidence_with_markov else 0
             self.confidence_head = ConfidenceHead(config.hidden_size + extra)
@@ -95,7 +98,9 @@ class DSparkDraftModel(Backbone):
 
     @classmethod
     def from_weights(cls, config: DSparkConfig, weights: dict) -> "DSparkDraftModel":
-        return cls(config, own_embed="embed_tokens.weight" in weights, own_head="lm_head.weight" in weights)
+        head = weights.get("lm_head.weight")
+        rows = head.shape[0] if head is not None and head.shape[0] != config.vocab_size else None
+        return cls(config, own_embed="embed_tokens.weight" in weights, own_head=head is not None, rows=rows)
 
     @property
     def max_drafts(self) -> int:
@@ -125,6 +130,8 @@ class DSparkDraftModel(Backbone):
         if "lm_head" not in self:
             return super().logits(h)
         v = self.draft_vocab
+        if v is None and self.lm_head.weight.shape[0] != self.config.vocab_size:
+            raise SpecError("this DSpark head ships only its draft vocabulary's rows: bind it to its target first")
         return softcapped(self.lm_head(h) if v is None else h @ v.weight.T, self.softcap)
 
     def markov_bias(self, prev: mx.array) -> mx.array:

@@ -42,18 +42,19 @@ NOT_YET = {
     "DFlash2DraftModel": "a DFlash 2 head (convolutions in its layers and a candidate selector) is not supported yet",
     "Qwen3DFlash2DraftModel": "a DFlash 2 head (convolutions in its layers and a candidate selector) is not supported yet",
 }
-SPECULATORS = ("a vLLM speculators-format head (drafter under transformer_layer_config, taps as "
-               "aux_hidden_state_layer_ids, its own reduced vocabulary with d2t) is not read yet")
+
+
+def refuse_not_yet(cfg: dict, who: str) -> None:
+    """One error for a head format in public use that we recognise but do not run."""
+    why = next((NOT_YET[a] for a in cfg.get("architectures") or [] if a in NOT_YET), None)
+    if why or cfg.get("speculators_model_type") == "dflash2":
+        raise SpecError(f"{who}: {why or NOT_YET['DFlash2DraftModel']}")
 
 
 def head_class(cfg: dict, kind: str, who: str) -> HeadClass:
     """The entry of HEADS a config names, checked to be a `kind` head with a backbone we run."""
     arch = cfg.get("architectures") or ([DEFAULT[kind]] if kind in DEFAULT else [])
-    if "speculators_model_type" in cfg or "transformer_layer_config" in cfg:
-        raise SpecError(f"{who}: {SPECULATORS}")
-    why = next((NOT_YET[a] for a in arch if a in NOT_YET), None)
-    if why:
-        raise SpecError(f"{who}: {why}")
+    refuse_not_yet(cfg, who)
     found = [HEADS[a] for a in arch if a in HEADS]
     if not found or found[0].kind != kind:
         named = ", ".join(arch) if arch else "missing"
@@ -69,10 +70,16 @@ def head_class(cfg: dict, kind: str, who: str) -> HeadClass:
 def load_head(path_or_repo: str, kind: str, target: Target | None = None, drafter_bits: int | None = None,
               **overrides: Any):
     """config.json + safetensors of a head (strict names, no code), as the class its config names."""
+    from . import speculators
     from .drafter import build_head, load_head_folder
 
     who = f"{TITLES[kind]} head {path_or_repo}"
     folder, cfg, weights = load_head_folder(path_or_repo)
+    refuse_not_yet(cfg, who)
+    rows = None  # the target token of each output row, for a head shipped with its draft vocabulary cut
+    if speculators.is_speculators(cfg):  # vLLM's layout of the same drafter (RedHatAI's DSpark heads)
+        cfg = speculators.translate(cfg, who)
+        rows = speculators.draft_rows(weights, who)
     config_cls, model_cls = head_class(cfg, kind, who).classes()
     config = config_cls.from_dict(cfg, **{k: v for k, v in overrides.items() if v})
-    return build_head(model_cls, config, weights, target, who, drafter_bits, folder)
+    return build_head(model_cls, config, weights, target, who, drafter_bits, folder, rows)

@@ -15,6 +15,11 @@ class Preset:
     dflash: str
     note: str = ""
     supported: bool = True
+    missing: str = ""  # why a head is left empty: none is published for this target
+
+    def absent(self) -> dict[str, str]:
+        """Head kinds this preset has none of -> why, for the lane that will not race."""
+        return {kind: self.missing for kind in ("dspark", "dflash") if not getattr(self, kind)}
 
 
 POCKET = "pocket"  # resolved by spec.pocket: SmolLM2-135M-Instruct from its wheel + our trained heads
@@ -29,6 +34,15 @@ PRESETS: dict[str, Preset] = {
                      "z-lab/gemma4-12B-it-DFlash",
                      "Gemma-4 12B-it 8-bit; about 21 GB to download (target 12.7, DSpark head 6.9, DFlash head ~1.5 GB); "
                      "about 17 GB of memory with 4-bit heads: a Mac with 24 GB or more"),
+    "qwen3-8b": Preset("qwen3-8b", "mlx-community/Qwen3-8B-8bit", "deepseek-ai/dspark_qwen3_8b_block7",
+                       "z-lab/Qwen3-8B-DFlash-b16",
+                       "Qwen3-8B 8-bit; about 15.5 GB to download (target ~8.7, DSpark head 4.7, DFlash head 2.1 GB); "
+                       "about 12 GB of memory with 4-bit heads (16 GB with bf16 heads): a Mac with 24 GB is comfortable"),
+    "qwen3.5": Preset("qwen3.5", "mlx-community/Qwen3.5-4B-MLX-4bit", "", "z-lab/Qwen3.5-4B-DFlash",
+                      "Qwen3.5-4B 4-bit, a hybrid (gated DeltaNet + attention); about 4.3 GB to download (target 3.0, "
+                      "DFlash head 1.3 GB); about 4 GB of memory with a 4-bit head; no DSpark head is published for "
+                      "Qwen3.5, so DFlash races greedy alone",
+                      missing="no DSpark head is published for Qwen3.5 (deepseek-ai ships Qwen3 and Gemma-4 heads)"),
 }
 
 # (target, DFlash head) per family, as the original tool exposed them.

@@ -326,6 +326,7 @@ class Arena:
         _OPEN.add(self)
         self._stop = threading.Event()
         self._lock = threading.Lock()  # one race at a time on the shared target
+        self.missing: dict[str, str] = {}  # head kind -> why this arena has none (a preset's gap)
         try:
             self.target, self.heads, self.info = self.call(loader)
         except BaseException:
@@ -421,7 +422,13 @@ def load_preset_arena(preset: str = "pocket", target: str | None = None, dspark:
                 cached_costs(t, heads[kind])  # the draft-length chooser's costs, measured once per machine
         return t, heads, info
 
-    return Arena(loader)
+    from .presets import PRESETS
+
+    arena = Arena(loader)
+    if target is None and preset in PRESETS:  # heads the preset has none of, and not given here
+        arena.missing = {k: why for k, why in PRESETS[preset].absent().items() if not {"dspark": dspark,
+                                                                                       "dflash": dflash}[k]}
+    return arena
 
 
 def head_error(kind: str, ref: str, e: Exception) -> str:

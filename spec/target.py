@@ -26,7 +26,7 @@ GEMMA4_FAMILIES = ("gemma4", "gemma4_text")  # mlx-lm modules: multimodal hub ch
 FINAL_NORMS = ("norm", "embedding_norm")  # the inner model's last norm (LFM2 names it embedding_norm)
 # Why a per-layer cache type of mlx-lm cannot take back a rejected draft (check_tappable's message).
 CACHE_WHY = {
-    "CacheList": "attention and a recurrent mixer side by side in one layer",
+    "CacheList": "several caches in one layer, e.g. attention and a Mamba mixer side by side",
     "RotatingKVCache": "a sliding window that keeps its first tokens (StreamingLLM sinks)",
     "MambaCache": "a state-space layer without a convolution and recurrence we can tape",
     "ChunkedKVCache": "chunked local attention",
@@ -172,20 +172,29 @@ def _language_model(model: nn.Module) -> tuple[nn.Module, nn.Module]:
     """(outer, inner): inner holds embed_tokens / layers / the final norm; outer holds lm_head if untied."""
     outer = getattr(model, "language_model", model)
     inner = getattr(outer, "model", outer)
+    family = type(model).__module__.rsplit(".", 1)[-1]
+    has = ", ".join(k for k in inner.children() if not k.startswith("_")) or "nothing"
     for attr in ("embed_tokens", "layers"):
         if not hasattr(inner, attr):
-            raise SpecError(f"{type(model).__name__}: no `{attr}`; this model layout is not supported")
+            raise SpecError(f"target family {family!r}: no `{attr}` where our layer walk looks for it (it has: "
+                            f"{has}); this model layout is not supported")
     if not any(hasattr(inner, n) for n in FINAL_NORMS):
-        raise SpecError(f"{type(model).__name__}: no final norm ({' / '.join(FINAL_NORMS)}); this model layout "
-                        "is not supported")
+        raise SpecError(f"target family {family!r}: no final norm named {' or '.join(FINAL_NORMS)} (it has: {has}); "
+                        "this model layout is not supported")
     return outer, inner
+
+
+def decoder_layers(inner: nn.Module) -> list:
+    """The decoder layers as a list (PLaMo-2 keeps them one level down, in a decoder module)."""
+    layers = inner.layers
+    return layers if isinstance(layers, list) else list(getattr(layers, "layers", []))
 
 
 def recurrent_mixers(model: nn.Module, caches: list) -> dict[int, str]:
     """Make every recurrent layer record its tape (caches.install_taps): {layer index: mixer class}.
     A recurrent layer we cannot tape is one clear error naming its type."""
     out = {}
-    for i, (layer, c) in enumerate(zip(_language_model(model)[1].layers, caches)):
+    for i, (layer, c) in enumerate(zip(decoder_layers(_language_model(model)[1]), caches)):
         if isinstance(c, RecurrentCache):
             try:
                 out[i] = install_taps(layer)
@@ -218,7 +227,7 @@ class Target:
         # (Qwen3.5's hub configs nest it the same way; mlx-lm reads that one as is)
         cfg = dict(vars(self.outer.args)) if self.is_gemma4 else (self.config.get("text_config") or self.config)
         self.final_norm = next(getattr(self.inner, n) for n in FINAL_NORMS if hasattr(self.inner, n))
-        self.num_layers = len(self.inner.layers)
+        self.num_layers = len(decoder_layers(self.inner))
         self.hidden_size = int(cfg.get("hidden_size") or self.inner.embed_tokens.weight.shape[1])
         self.vocab_size = int(cfg.get("vocab_size") or self.inner.embed_tokens.weight.shape[0])
         self.max_context = int(cfg.get("max_position_embeddings") or 1 << 30)
@@ -344,7 +353,7 @@ class Target:
         WindowKVCache, none for a recurrent layer (whose tape is recorded while it runs)."""
         n = h.shape[1]
         causal: Any = ...  # one causal mask for every K/V layer: made at the first one
-        for i, (layer, c) in enumerate(zip(self.inner.layers, cache)):
+        for i, (layer, c) in enumerate(zip(decoder_layers(self.inner), cache)):
             if isinstance(c, WindowKVCache):
                 c.reserve(n)
                 mask = c.mask(n)
@@ -445,7 +454,12 @@ def load_target(path_or_repo: str, *, lazy: bool = False) -> Target:
     cfg = read_config(folder)
     refuse_code(folder, cfg)
     check_tappable(cfg, target_family(cfg))
-    model, tokenizer = mlx_load(str(folder), lazy=lazy)
+    try:
+        model, tokenizer = mlx_load(str(folder), lazy=lazy)
+    except (SpecError, OSError):
+        raise
+    except Exception as e:  # e.g. transformers refusing the config while it reads the tokenizer
+        raise SpecError(f"mlx-lm could not load {path_or_repo} ({type(e).__name__}: {str(e).splitlines()[0]})") from e
     experts_in_f32_on_cpu(model)
     target = Target(model=model, tokenizer=tokenizer, config=cfg, name=str(path_or_repo))
     target.check_walk()

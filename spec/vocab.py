@@ -52,8 +52,13 @@ class DraftVocab:
             raise SpecError(f"draft vocabulary ids must be within 0..{V - 1}")
         sub = mx.array(ids.astype(np.uint32))
         markov = getattr(head, "markov_head", None)
-        out = cls(sub, rows_of(head.output_layer(), sub),
-                  None if markov is None else rows_of(markov.markov_w2, sub), V)
+        layer = head.output_layer()
+        rows = sub  # the rows of those tokens; a head shipped already cut (speculators' d2t) has only them
+        if layer.weight.shape[0] != V:
+            if layer.weight.shape[0] != len(ids):
+                raise SpecError(f"the head has {layer.weight.shape[0]} output rows for {len(ids)} draft tokens")
+            rows = mx.arange(len(ids))
+        out = cls(sub, rows_of(layer, rows), None if markov is None else rows_of(markov.markov_w2, rows), V)
         mx.eval(out.weight, *([] if out.markov is None else [out.markov]))  # copied now, not in the first draft
         return out
 

@@ -142,7 +142,13 @@ def test_the_engine_streams_each_round_as_accepted_and_own_pieces(tiny_dir):
 
 def test_view_without_heads_or_baseline_says_why():
     out = View({}).outputs()
-    assert "not in this race" in out[2] and "baseline off" in out[6]
+    assert "not in this race (no head loaded)" in out[2] and "baseline off" in out[6]
+    from spec.presets import PRESETS
+
+    absent = PRESETS["qwen3.5"].absent()  # a preset whose target has no published DSpark head says so
+    assert set(absent) == {"dspark"} and not PRESETS["qwen3-8b"].absent()
+    out = View({}, absent=absent).outputs()
+    assert "not in this race (no DSpark head is published for Qwen3.5" in out[2] and "no head loaded" in out[4]
 
 
 class FakeMeter:

@@ -124,3 +124,33 @@ def test_prefill_work_counts_one_pass_shared_and_one_per_engine_before(tiny_dir,
     assert runs.loc["shared (one pass)", "prompt rows through the target"] == n
     assert runs.loc["per engine (before)", "prompt rows through the target"] == 3 * n
     assert "shared (one pass)" in (out / "prefill.md").read_text()
+
+
+def test_rollback_bench_on_a_tiny_hybrid_and_its_table(tmp_path):
+    """`bench --rollback` on a folder: one row per draft length, the rollback beside the verify it follows
+    and beside the second forward it avoids; the recurrent layers counted from the published pattern."""
+    import tiny
+
+    folder = tiny.make_from_config(tmp_path / "hybrid", tiny.small_config(tiny.published("Qwen--Qwen3.5-27B"), 8))
+    out = tmp_path / "rollback"
+    p = subprocess.run([sys.executable, "-m", "spec", "bench", "--rollback", "--model", str(folder), "--runs", "2",
+                        "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    table = pd.read_csv(out / "rollback.csv")
+    assert list(table["k"]) == [1, 4, 8, 15] and list(table["kept"]) == [1, 3, 5, 8]
+    assert (table["recurrent layers"] == "6 / 8").all() and (table["family"] == "qwen3_5").all()
+    assert (table["verify_ms"] > 0).all() and (table["rollback_ms"] > 0).all() and (table["share_spread"] >= 0).all()
+    assert table["rollback_share"].to_numpy() == pytest.approx((table["rollback_ms"] / table["verify_ms"]).to_numpy(),
+                                                               rel=0.05)
+    md = (out / "rollback.md").read_text()
+    assert "| rollback share | spread |" in md and "second forward" in md
+
+
+def test_the_rollback_bench_targets_keep_the_published_layer_patterns():
+    """assets/bench/rollback/targets.json: every target builds, its recurrent layers where its family puts them."""
+    from spec.rollback_bench import TARGETS, random_target
+
+    targets = json.loads(TARGETS.read_text())["targets"]
+    expect = {"dense (Qwen3-8B)": 0, "hybrid (Qwen3.5-4B)": 24, "hybrid MoE (Qwen3.5-35B-A3B)": 30}
+    for name, want in expect.items():
+        assert len(random_target(targets[name]["config"]).recurrent) == want, name

@@ -37,6 +37,7 @@ def test_bad_input_is_one_clear_line(tiny_dir):
           "--max-draft", "99"], "max draft 99 is outside 1..7"),
         (["--mode", "dspark", "--model", str(tiny_dir / "qwen3"), "--drafter", str(tiny_dir / "missing")], "not found"),
         (["--family", "nope"], "unknown preset 'nope'"),
+        (["--family", "qwen3.5", "--mode", "dspark"], "no DSpark head is published for Qwen3.5"),  # before any download
     ]
     for args, words in cases:
         p = spec(*args, check=False)

@@ -302,3 +302,20 @@ def test_stop_during_the_prefill_ends_the_race_without_a_verdict_of_nothing(aren
     assert all(r.finish_reason == "stopped" and not r.token_ids for r in end.results.values())
     assert set(end.verdicts.values()) == {"not checked: stopped before the first token"}
     assert final(arena.race("hi", RaceSettings(max_new_tokens=4)))[-1].verdicts["dflash"] == "identical to greedy"
+
+
+def test_a_preset_without_one_head_races_the_heads_it_has_and_says_why(tiny_dir, monkeypatch):
+    """A preset whose target has no published DSpark head (qwen3.5) loads its DFlash head only; the arena
+    names the missing lane's reason, and the race runs DFlash against greedy."""
+    from spec import presets
+    from spec.race import load_preset_arena
+
+    gap = presets.Preset("gap", str(tiny_dir / "qwen3"), "", str(tiny_dir / "dflash-qwen3"), missing="none published")
+    monkeypatch.setitem(presets.PRESETS, "gap", gap)
+    arena = load_preset_arena("gap")
+    try:
+        assert set(arena.heads) == {"dflash"} and arena.missing == {"dspark": "none published"}
+        done = [ev for ev in arena.race("Say hi.", RaceSettings(max_new_tokens=6)) if ev.kind == "finish"][0]
+        assert set(done.results) == {"dflash", "greedy"} and done.verdicts["dflash"].startswith("identical")
+    finally:
+        arena.close()

@@ -85,7 +85,18 @@ def head_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
     """Every tensor of a head checkpoint and its shape, from its config alone: the names of drafters.md
     (DFlash), plus DSpark's embedding, lm_head, Markov and confidence heads; Gemma4DSparkModel layers
     have K = V (no v_proj), four norms and a layer_scalar. tests/formats checks it against the
-    published tensor lists at full size."""
+    published tensor lists at full size. A speculators-format head (drafter under transformer_layer_config)
+    has our DSpark tensors with lm_head and markov_w2 cut to its draft vocabulary, plus d2t and t2d."""
+    if "transformer_layer_config" in cfg:
+        from spec.speculators import translate
+
+        flat = translate(cfg, "head")
+        out = head_shapes(flat)
+        S, H, V = cfg["draft_vocab_size"], flat["hidden_size"], flat["vocab_size"]
+        out.update({"lm_head.weight": (S, H), "d2t": (S,), "t2d": (V,)})
+        if flat.get("markov_rank"):
+            out["markov_head.markov_w2.weight"] = (S, flat["markov_rank"])
+        return out
     arch = (cfg.get("architectures") or ["DFlashDraftModel"])[0]
     gemma = arch == "Gemma4DSparkModel"
     H, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
@@ -137,7 +148,15 @@ def write_head(folder: Path, cfg: dict, seed: int, dtype=mx.float32, drop: tuple
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     w = {}
-    for name, shape in head_shapes(cfg).items():
+    shapes = head_shapes(cfg)
+    if "d2t" in shapes:  # a draft vocabulary of S ascending token ids out of V, as speculators writes it
+        ids = np.sort(rng.choice(shapes["t2d"][0], shapes["d2t"][0], replace=False))
+        mask = np.zeros(shapes["t2d"][0], dtype=bool)
+        mask[ids] = True
+        special = {"d2t": mx.array(ids - np.arange(len(ids)), dtype=mx.int64), "t2d": mx.array(mask)}
+    for name, shape in shapes.items():
+        if name in ("d2t", "t2d"):
+            continue
         if name.endswith("norm.weight"):
             w[name] = mx.ones(shape)
         elif name.endswith("layer_scalar"):
@@ -147,6 +166,8 @@ def write_head(folder: Path, cfg: dict, seed: int, dtype=mx.float32, drop: tuple
         else:
             w[name] = _rand(rng, *shape, std=STD.get(name, 0.1))
     w = {k: v.astype(dtype) for k, v in w.items() if k not in drop}
+    if "d2t" in shapes:
+        w.update(special)
     mx.save_safetensors(str(folder / "model.safetensors"), w, metadata={"format": "pt"})
     (folder / "config.json").write_text(json.dumps(cfg, indent=2))
     return folder
@@ -330,19 +351,10 @@ def small_config(cfg: dict, layers: int, vocab: int = 272, max_pos: int = 512) -
 
 def make_from_config(folder: Path, cfg: dict, seed: int = 0, scale: float = 4.0) -> Path:
     """A random f32 mlx-lm folder of any family, built with mlx-lm's own model classes from `cfg`."""
-    from mlx_lm.utils import _get_classes
+    from spec.random_model import write_random_model
 
-    folder.mkdir(parents=True, exist_ok=True)
+    write_random_model(folder, cfg, seed, scale)
     write_tokenizer(folder)
-    model_cls, args_cls = _get_classes(cfg)
-    mx.random.seed(seed)
-    model = model_cls(args_cls.from_dict(cfg))
-    outer = getattr(model, "language_model", model)
-    inner = getattr(outer, "model", None) or getattr(outer, "backbone", outer)
-    embed = getattr(inner, "embed_tokens", None) or getattr(inner, "embeddings")
-    embed.weight = embed.weight * scale
-    mx.save_safetensors(str(folder / "model.safetensors"), dict(tree_flatten(model.parameters())))
-    (folder / "config.json").write_text(json.dumps(cfg))
     return folder
 
 
@@ -368,3 +380,31 @@ class OracleHead:
         nxt += [5] * (k - len(nxt))
         out = [t if self.rng.random() > self.corrupt else (t + 1) % 200 + 4 for t in nxt]
         return mx.array(out, dtype=mx.uint32), None
+
+
+def recurrent_states(cache: list) -> list:
+    from spec.caches import RecurrentCache
+
+    return [a for c in cache if isinstance(c, RecurrentCache) for a in c.cache]
+
+
+def assert_rollback_exact(t, k: int, prompt_len: int = 30) -> None:
+    """A verify of [anchor + k drafts] that keeps n + 1 rows (every n from 0 to k), then the rest taken
+    back: each layer's state is the state after the n + 1 tokens fed one at a time, and so is what the
+    target computes next."""
+    prompt, rows = list(range(10, 10 + prompt_len)), list(range(60, 60 + k + 1))
+    for n in range(k + 1):
+        verified, stepped = t.make_cache(), t.make_cache()
+        for cache in (verified, stepped):
+            t(mx.array([prompt]), cache)
+        t(mx.array([rows]), verified)
+        t.trim(verified, k - n)
+        for tok in rows[: n + 1]:
+            t(mx.array([[tok]]), stepped)
+        ours, ref = recurrent_states(verified), recurrent_states(stepped)
+        assert len(ours) == len(ref) and bool(ours) == bool(t.recurrent)
+        for a, b in zip(ours, ref):
+            assert a.shape == b.shape and mx.allclose(a, b, atol=1e-5, rtol=1e-4), (n, k)
+        assert [getattr(c, "offset", None) for c in verified] == [getattr(c, "offset", None) for c in stepped]
+        after = [t(mx.array([[7, 8]]), c)[0] for c in (verified, stepped)]
+        assert mx.allclose(*after, atol=1e-4), (n, k)

@@ -35,7 +35,7 @@ SHRINK = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
           "mrope_section": [1, 1, 0]}
 
 TARGETS = ("mlx-community/Qwen3-4B-8bit", "mlx-community/gemma-4-12B-it-8bit", "mlx-community/Qwen3-8B-8bit",
-           "Qwen/Qwen3.5-4B", "Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3-30B-A3B", "openai/gpt-oss-20b")
+           "mlx-community/Qwen3.5-4B-MLX-4bit", "Qwen/Qwen3.5-4B", "Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3-30B-A3B", "openai/gpt-oss-20b")
 # every head our presets and README name, with the target it is checked on (the 8B heads shrink to the
 # same sizes as the 4B ones: 36 layers, vocabulary 151,936, so the shrunk 4B target serves them)
 HEADS = {
@@ -45,12 +45,13 @@ HEADS = {
     "deepseek-ai/dspark_qwen3_4b_block7": "mlx-community/Qwen3-4B-8bit",
     "deepseek-ai/dspark_qwen3_8b_block7": "mlx-community/Qwen3-4B-8bit",
     "deepseek-ai/dspark_gemma4_12b_block7": "mlx-community/gemma-4-12B-it-8bit",
-    "z-lab/Qwen3.5-4B-DFlash": "Qwen/Qwen3.5-4B",
+    "z-lab/Qwen3.5-4B-DFlash": "mlx-community/Qwen3.5-4B-MLX-4bit",
     "z-lab/Qwen3.5-35B-A3B-DFlash": "Qwen/Qwen3.5-35B-A3B",
     "z-lab/gpt-oss-20b-DFlash": "openai/gpt-oss-20b",
+    # vLLM speculators' layout; made for Qwen3.6-35B-A3B, whose architecture (qwen3_5_moe, 40 layers, vocabulary
+    # 248,320) is Qwen3.5-35B-A3B's: no Qwen3.6 config is quoted in what we read
+    "RedHatAI/Qwen3.6-35B-A3B-speculator.dspark": "Qwen/Qwen3.5-35B-A3B",
 }
-# heads in a published format we recognise and refuse with the reason (not loaded)
-REFUSED_HEADS = ("RedHatAI/Qwen3.6-35B-A3B-speculator.dspark",)
 
 
 def folder_of(repo: str) -> Path:
@@ -80,6 +81,8 @@ def shrink(cfg: dict) -> dict:
 
 
 def head_taps(cfg: dict) -> list[int]:
+    if "aux_hidden_state_layer_ids" in cfg:  # speculators: Hugging Face hidden_states indices, ours + 1
+        return [i - 1 for i in cfg["aux_hidden_state_layer_ids"]]
     return list((cfg.get("dflash_config") or {}).get("target_layer_ids") or cfg["target_layer_ids"])
 
 

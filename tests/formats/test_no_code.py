@@ -92,24 +92,7 @@ def test_a_target_is_refused_only_for_code_it_would_run(shrunk_dir, tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("cfg, words", [
-    # mlx-lm's own defaults for Falcon-H1: attention and Mamba-2 side by side in every layer
-    ({"model_type": "falcon_h1", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 272},
-     r"'falcon_h1' keeps a per-layer cache we cannot roll back .*CacheList: attention and a recurrent mixer"),
-    # Nemotron-H: Mamba-2, attention and MLP-only blocks; the MLP blocks have no cache
-    ({"model_type": "nemotron_h", "vocab_size": 272, "hidden_size": 64, "intermediate_size": 128,
-      "max_position_embeddings": 512, "num_attention_heads": 4, "num_key_value_heads": 2, "attention_bias": False,
-      "mamba_num_heads": 4, "mamba_head_dim": 16, "mamba_proj_bias": False, "ssm_state_size": 16, "conv_kernel": 4,
-      "n_groups": 1, "mlp_bias": False, "layer_norm_epsilon": 1e-5, "use_bias": False, "use_conv_bias": True,
-      "hybrid_override_pattern": ["M", "-", "*", "-"]},
-     r"'nemotron_h': 4 decoder layers but 2 caches \(layers without a cache"),
-])
-def test_families_we_cannot_verify_on_are_refused_with_the_reason(cfg, words, tmp_path):
-    import tiny
-
-    folder = tiny.make_from_config(tmp_path / "t", dict(cfg, eos_token_id=2))
-    with pytest.raises(SpecError, match=words):
-        load_target(str(folder))
+# families mlx-lm loads but we cannot roll back: tests/test_families.py (every recurrent family, one by one)
 
 
 def test_a_family_mlx_lm_does_not_know_is_one_clear_error(shrunk_dir, tmp_path):
