@@ -157,7 +157,7 @@ def check_tappable(cfg: dict, family: str) -> None:
     except Exception as e:
         raise SpecError(f"target family {family!r}: could not build its layers from config.json ({e})") from e
     try:
-        rollback_caches(caches)
+        rolled = rollback_caches(caches)
     except ValueError as e:
         raise SpecError(f"target family {family!r} keeps a per-layer cache we cannot roll back after a rejected "
                         f"draft ({e}: {CACHE_WHY.get(str(e).split()[0], 'not supported')})") from None
@@ -165,7 +165,7 @@ def check_tappable(cfg: dict, family: str) -> None:
     if layers is not None and len(layers) != len(caches):
         raise SpecError(f"target family {family!r}: {len(layers)} decoder layers but {len(caches)} caches (layers "
                         "without a cache, e.g. MLP-only blocks, are not supported by our layer walk)")
-    recurrent_mixers(model, rollback_caches(caches))
+    recurrent_mixers(model, rolled)
 
 
 def _language_model(model: nn.Module) -> tuple[nn.Module, nn.Module]:
@@ -292,6 +292,7 @@ class Target:
         if not self.recurrent:
             return
         x = [int(i) % self.vocab_size for i in ids]
+        mixers = ", ".join(sorted(set(self.recurrent.values())))
         rolled, plain = self.make_cache(), self.make_cache()
         try:
             self(mx.array([x]), rolled)
@@ -300,13 +301,12 @@ class Target:
             self(mx.array([x[:3]]), plain)
             ref, _ = self(mx.array([x[3:4]]), plain)
         except Exception as e:
-            raise SpecError(f"target family {self.family!r}: its recurrent layers "
-                            f"({', '.join(sorted(set(self.recurrent.values())))}) cannot be rolled back ({e})") from e
+            raise SpecError(f"target family {self.family!r}: its recurrent layers ({mixers}) cannot be rolled "
+                            f"back ({e})") from e
         err = float(mx.abs(ours - ref).max())
         if not err <= 1e-3 * max(1.0, float(mx.abs(ref).max())):
-            raise SpecError(f"target family {self.family!r}: rolling back its recurrent layers "
-                            f"({', '.join(sorted(set(self.recurrent.values())))}) is not exact (max difference "
-                            f"{err:.3g})")
+            raise SpecError(f"target family {self.family!r}: rolling back its recurrent layers ({mixers}) is not "
+                            f"exact (max difference {err:.3g})")
 
     def make_cache(self) -> list:
         """One cache per layer that can take back a verify's rejected rows (spec.caches)."""
