@@ -1,6 +1,8 @@
-"""The app's race endpoints, typed so Gradio's "Use via API" page and view_api() show what comes back:
-/race (one race to the end), /race_stream (the same race live, an update every few rounds) and
-/replay (a race, then played again at its measured speed).
+"""The app's API endpoints, built from the one knob table (demo.knobs) so they take every setting the page
+has, with the page's defaults (draft lengths: auto), and typed so Gradio's "Use via API" page and
+view_api() show named, described parameters and what comes back:
+/race (one race to the end), /race_stream (the same race live), /replay (a race, then played again at
+its measured speed) and /sweep (races over many prompts, summed per method and domain).
 
 No `from __future__ import annotations` here: Gradio reads these hints as objects to write the schema."""
 
@@ -10,25 +12,34 @@ from typing import Any, Callable, Iterator, Optional, TypedDict
 
 import gradio as gr
 
+from demo.knobs import described, echo, knob_params, name_api_inputs, settings_of
+
 ROUNDS_PER_UPDATE = 4  # /race_stream: one update per this many rounds (and at each lane's end)
 KNOWN = ("start", "round", "done", "finish")  # event kinds the stream reads; others (e.g. "prefill") skipped
 
 
-class Winner(TypedDict):
-    engine: str  # dspark | dflash | greedy: most tokens per engine second, prefill included
-    speedup_end_to_end: dict[str, float]  # each engine's end-to-end tok/s over greedy's
+class Place(TypedDict):
+    engine: str  # dspark | dflash | greedy
+    place: Optional[int]  # 1 = fastest; lanes that tie share a place; None in a stopped race
+    tied: bool
+    finish_seconds: float  # its end on the race clock (engine seconds: prefill + decode)
+    speedup: Optional[float]  # end to end: tokens per engine second over the plain lane's
 
 
 class RaceResult(TypedDict):
-    table: list[dict[str, Any]]  # one row per engine: tokens, rounds, mean accept, tok/s, speedup, lossless
+    headline: str  # who won and by how much, or a tie (within tie_band), or stopped
+    winner: Optional[str]  # the one lane in first place; None for a tie at the top or a stopped race
+    tie_band: float  # relative difference within which two lanes tie (this race's noise, at least the floor)
+    table: list[dict[str, Any]]  # one row per engine, fastest first: place, speedup (end to end), tok/s, mean
+    # accept, tokens, rounds, finish s, status, the lossless check, and as details decode tok/s, decode speedup
     columns: list[str]
+    finish_order: list[Place]  # fastest first
     texts: dict[str, str]  # engine -> its text
     verdicts: dict[str, str]  # head -> "identical to greedy" | "DIFFERS from greedy at token i" | at T > 0
     # "identical to plain sampling" | "differs from plain sampling at token i" | "not checked: ..."
     wall_seconds: float
     race_clock_seconds: float  # engine seconds of the last finisher
-    finish_order: list[tuple[str, float]]  # (engine, finish time in engine seconds), first first
-    winner: Optional[Winner]  # None for a stopped race
+    settings: dict[str, Any]  # what the race ran with (draft lengths "auto" or a number)
     models: dict[str, str]  # target / dspark / dflash -> the name of what is loaded
 
 
@@ -36,8 +47,9 @@ class LaneUpdate(TypedDict):
     text: str  # the lane's text so far
     tokens: int
     rounds: int
-    mean_accept: float  # tokens committed per target forward
-    decode_tok_s: float  # on the engine's own busy time
+    mean_accept: Optional[float]  # tokens committed per target forward (None before the first round)
+    tok_s: float  # tokens per engine second so far, prefill included
+    speedup: Optional[float]  # tok_s over the plain lane's (end to end); the outcome's once finished
     engine_seconds: float  # this lane's own compute so far, prefill included
     draft_length: Optional[int]  # drafts verified in the last round (0 = a plain step); None for greedy
     done: bool
@@ -48,130 +60,152 @@ class StreamUpdate(TypedDict):
     wall_seconds: float
     race_clock_seconds: float
     lanes: dict[str, LaneUpdate]
-    verdicts: dict[str, str]  # filled in the last update
-    finish_order: list[tuple[str, float]]  # lanes finished so far, on the race clock
-    winner: Optional[Winner]  # the last update's
-    table: list[dict[str, Any]]  # the last update's results table
+    result: Optional[RaceResult]  # the last update's: exactly what /race returns
 
 
-def race_events(stage: Any, prompt: str, knobs: tuple) -> Iterator[Any]:
-    """The served arena's race events; bad input and failures become one readable gr.Error."""
-    from demo.stage import settings_of
+class ReplayUpdate(TypedDict):
+    wall: float  # seconds since the replay began
+    engine: Optional[str]  # the lane this round belongs to (None in the last update)
+    tokens: int  # that lane's tokens so far
+    text: str  # that lane's text so far
+    result: Optional[RaceResult]  # the last update's: the race's result, unchanged by the replay
+
+
+class SweepResult(TypedDict):
+    table: list[dict[str, Any]]  # method x domain: accept, tok/s, speedup (end to end), lossless
+    grid: list[dict[str, Any]]  # the release's layout: one row per method, "accept / tok/s / speedup" per domain
+    rows: list[dict[str, Any]]  # one row per race and engine
+    prompts: list[dict[str, str]]  # {domain, prompt} in the order raced
+    settings: dict[str, Any]
+    models: dict[str, str]
+    versions: dict[str, str]
+    timestamp: str
+    stopped: bool
+
+
+def race_events(stage: Any, prompt: str, knobs: dict[str, Any]) -> Iterator[Any]:
+    """The served arena's race events; bad input and failures become one readable gr.Error (no
+    traceback in the server's log: the message is the whole story)."""
     from spec.target import SpecError
 
     arena = stage.arena
     if arena is None:
-        raise gr.Error(stage.tell(stage.error or "no model is loaded"))
+        raise gr.Error(stage.tell(stage.error or "no model is loaded"), print_exception=False)
     try:
-        settings = settings_of(*knobs)
+        settings = settings_of(knobs)
         if not prompt or not prompt.strip():
             raise SpecError("the prompt is empty")
         yield from arena.race(prompt, settings)
     except Exception as e:
-        raise gr.Error(stage.tell(e)) from e
+        raise gr.Error(stage.tell(e), print_exception=False) from None
 
 
-def as_winner(win: Optional[tuple[str, dict[str, float]]]) -> Optional[Winner]:
-    """spec.race.winner()'s answer as the API returns it."""
-    return None if win is None else Winner(engine=win[0], speedup_end_to_end={n: round(r, 3) for n, r in
-                                                                             win[1].items()})
+def race_result(events: list, models: dict[str, str]) -> RaceResult:
+    """A finished race's record as the API gives it: every number from its outcome (spec.outcome)."""
+    from spec.race import results_table
+
+    final, start = events[-1], events[0]
+    out = final.outcome
+    table = results_table(out, final.verdicts)
+    return RaceResult(
+        headline=out.headline(), winner=out.winner, tie_band=round(out.band, 4),
+        table=json.loads(table.to_json(orient="records")), columns=list(table.columns),
+        finish_order=[Place(engine=o.engine, place=o.place, tied=o.tied, finish_seconds=round(o.finish_seconds, 3),
+                            speedup=None if o.speedup is None else round(o.speedup, 3)) for o in out.order],
+        texts={n: r.text for n, r in final.results.items()}, verdicts=dict(final.verdicts),
+        wall_seconds=round(final.wall, 3), race_clock_seconds=round(final.clock, 3),
+        settings=echo(start.settings) if start.settings else {}, models=models)
 
 
-def race_result(final: Any, models: dict[str, str], sampled: bool = False) -> RaceResult:
-    from spec.race import results_table, standings, winner
-
-    table = results_table(final.results, final.verdicts, sampled)
-
-    return RaceResult(table=json.loads(table.to_json(orient="records")), columns=list(table.columns),
-                      texts={n: r.text for n, r in final.results.items()}, verdicts=dict(final.verdicts),
-                      wall_seconds=round(final.wall, 3), race_clock_seconds=round(final.clock, 3),
-                      finish_order=[(n, round(t, 3)) for n, t in standings(final.results)],
-                      winner=as_winner(winner(final.results)), models=models)
-
-
-def stream_update(view: Any) -> StreamUpdate:
-    """What a /race_stream client sees of the race so far (a demo.view.View)."""
-
-    lanes = {}
-    for name, lane in view.lanes.items():
-        m = lane.meter
-        lanes[name] = LaneUpdate(text=lane.text, tokens=m.tokens if m else 0, rounds=m.rounds if m else 0,
-                                 mean_accept=round(m.mean_accept, 3) if m else 0.0,
-                                 decode_tok_s=round(m.tok_s, 2) if m else 0.0,
-                                 engine_seconds=round(m.clock, 3) if m else 0.0,
-                                 draft_length=m.drafted[-1] if m and m.drafted and name != "greedy" else None,
-                                 done=lane.done)
-    table = json.loads(view.table.to_json(orient="records")) if view.table is not None else []
-    return StreamUpdate(state=view.state if view.state != "waiting" else "racing", wall_seconds=round(view.wall, 3),
-                        race_clock_seconds=round(view.clock, 3), lanes=lanes, verdicts=dict(view.verdicts),
-                        finish_order=[(n, round(t, 3)) for n, t in view.order], winner=as_winner(view.winner),
-                        table=table)
+def lane_update(view: Any, name: str) -> LaneUpdate:
+    lane, m = view.lanes[name], view.lanes[name].meter
+    speedup = view.speedup(name)
+    return LaneUpdate(text=lane.text, tokens=m.tokens if m else 0, rounds=m.rounds if m else 0,
+                      mean_accept=round(m.mean_accept, 3) if m and m.rounds else None,
+                      tok_s=round(m.e2e_tok_s, 2) if m else 0.0,
+                      speedup=None if speedup is None else round(speedup, 3),
+                      engine_seconds=round(m.clock, 3) if m else 0.0,
+                      draft_length=m.drafted[-1] if m and m.drafted and name != "greedy" else None, done=lane.done)
 
 
-def endpoints(stage: Any) -> tuple[Callable[..., RaceResult], Callable[..., Iterator[StreamUpdate]],
-                                   Callable[..., Iterator[dict]]]:
-    """/race, /race_stream and /replay over `stage` (parameters as the page's Settings, same limits)."""
+PROMPT = ("prompt", str, inspect.Parameter.empty, "the user's message (the chat template is applied)")
+SPEED = ("speed", float, 1.0, "1 = as fast as the engines ran, 2 = twice as fast")
+ERR = dict(print_exception=False)
 
-    def race(prompt: str, max_new_tokens: int = 128, temperature: float = 0.0, top_p: float = 1.0,
-             top_k: int = 0, seed: int = 0, dspark_cap: int = 0, dspark_threshold: float = 0.0,
-             dflash_len: int = 0, baseline: bool = True, thinking: bool = False) -> RaceResult:
-        """Run one race to the end. Returns the results table (records, one row per engine), the texts,
-        the lossless verdicts, the finishing order on the race clock (engine seconds), the winner with
-        its end-to-end speedups and the loaded models' names. max_new_tokens: 1 to 2048 (the page's
-        limit). thinking: the chat template's enable_thinking (Qwen3's <think>), off by default."""
-        knobs = (max_new_tokens, temperature, top_p, top_k, seed, dspark_cap, dspark_threshold, dflash_len,
-                 baseline, thinking)
-        final = list(race_events(stage, prompt, knobs))[-1]
-        return race_result(final, stage.names(), float(temperature) > 0)
 
-    def race_stream(prompt: str, max_new_tokens: int = 128, temperature: float = 0.0, top_p: float = 1.0,
-                    top_k: int = 0, seed: int = 0, dspark_cap: int = 0, dspark_threshold: float = 0.0,
-                    dflash_len: int = 0, baseline: bool = True, thinking: bool = False) -> Iterator[StreamUpdate]:
-        """Run one race and stream it live, while it runs: an update every few rounds with each lane's
-        text and meters (tokens, rounds, mean accept, decode tok/s, engine seconds, draft length) and
-        the race and wall clocks; the last update (state "finished" or "stopped") adds the verdicts, the
-        finishing order, the winner and the results table. Parameters as /race."""
-        from demo.stage import settings_of
-        from demo.view import View
+def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
+    """api name -> (endpoint, its parameters) over `stage`; parameters as the page's Settings."""
+    from demo.view import View
 
-        knobs = (max_new_tokens, temperature, top_p, top_k, seed, dspark_cap, dspark_threshold, dflash_len,
-                 baseline, thinking)
-        view, since = None, 0
-        for ev in race_events(stage, prompt, knobs):
+    knobs = knob_params()
+
+    def race(prompt: str, **values: Any) -> RaceResult:
+        return race_result(list(race_events(stage, prompt, values)), stage.names())
+
+    def race_stream(prompt: str, **values: Any) -> Iterator[StreamUpdate]:
+        view, since, events = None, 0, []
+        for ev in race_events(stage, prompt, values):
+            events.append(ev)
             if ev.kind not in KNOWN:
                 continue
-            view = view or View.for_arena(stage.arena, settings_of(*knobs))
+            view = view or View.for_arena(stage.arena, settings_of(values))
             view.feed(ev)
             since += ev.kind == "round"
             if ev.kind in ("done", "finish") or since >= ROUNDS_PER_UPDATE:
                 since = 0
-                yield stream_update(view)
+                yield StreamUpdate(state=view.state if view.state != "waiting" else "racing",
+                                   wall_seconds=round(view.wall, 3), race_clock_seconds=round(view.clock, 3),
+                                   lanes={n: lane_update(view, n) for n in view.lanes},
+                                   result=race_result(events, stage.names()) if ev.kind == "finish" else None)
 
-    def replay(prompt: str, max_new_tokens: int = 128, temperature: float = 0.0, top_p: float = 1.0,
-               top_k: int = 0, seed: int = 0, dspark_cap: int = 0, dspark_threshold: float = 0.0,
-               dflash_len: int = 0, baseline: bool = True, thinking: bool = False,
-               speed: float = 1.0) -> Iterator[dict]:
-        """Run one race, then stream it again at its measured speed (speed 2 = twice as fast): one update
-        per round, {"wall", "engine", "tokens", "text"} with that lane's text so far; the last update
-        also carries "verdicts" and "finish_order"."""
-        from spec.race import replay as replayed, standings
+    def replay(prompt: str, speed: float = 1.0, **values: Any) -> Iterator[ReplayUpdate]:
+        from spec.race import replay as replayed
         from spec.target import SpecError
 
-        events = list(race_events(stage, prompt, (max_new_tokens, temperature, top_p, top_k, seed, dspark_cap,
-                                                  dspark_threshold, dflash_len, baseline, thinking)))
+        events = list(race_events(stage, prompt, values))
         texts: dict[str, str] = {}
         try:
             for ev in replayed(events, speed):
                 if ev.kind == "round":
                     texts[ev.engine] = texts.get(ev.engine, "") + ev.round.text
-                    yield {"wall": round(ev.wall, 3), "engine": ev.engine, "tokens": ev.meter.tokens,
-                           "text": texts[ev.engine]}
+                    yield ReplayUpdate(wall=round(ev.wall, 3), engine=ev.engine, tokens=ev.meter.tokens,
+                                       text=texts[ev.engine], result=None)
                 elif ev.kind == "finish":
-                    yield {"wall": round(ev.wall, 3), "texts": texts, "verdicts": ev.verdicts,
-                           "finish_order": [[n, round(t, 3)] for n, t in standings(ev.results)]}
+                    yield ReplayUpdate(wall=round(ev.wall, 3), engine=None, tokens=0, text="",
+                                       result=race_result(events, stage.names()))
         except SpecError as e:
-            raise gr.Error(str(e)) from e
+            raise gr.Error(str(e), **ERR) from None
 
-    # Gradio types an endpoint by its function's return annotation: a generator's is its item's.
-    race_stream.__signature__ = inspect.signature(race_stream).replace(return_annotation=StreamUpdate)
-    return race, race_stream, replay
+    def sweep(domains: str = "chat,code,math", per_domain: int = 2, prompts: str = "",
+              **values: Any) -> SweepResult:
+        from demo.sweep_tab import sweep_api
+
+        return sweep_api(stage, domains, per_domain, prompts, values)
+
+    race_params, replay_params = [PROMPT, *knobs], [PROMPT, *knobs, SPEED]
+    sweep_params = [("domains", str, "chat,code,math", "comma-separated: chat, code, math (their example prompts)"),
+                    ("per_domain", int, 2, "example prompts per domain, 1 to 6"),
+                    ("prompts", str, "", "your own prompts instead, one a line (domain: custom)"),
+                    *[(n, t, 48 if n == "max_new_tokens" else d, desc) for n, t, d, desc in knobs]]
+    return {
+        "race": (described(race, race_params, "Run one race to the end: the outcome (headline, winner, places "
+                           "with finish times and the one speedup, end to end), the results table, the texts, the "
+                           "lossless verdicts and the settings it ran with.", RaceResult), race_params),
+        "race_stream": (described(race_stream, race_params, "Run one race and stream it live: an update every few "
+                                  "rounds with each lane's text and meters; the last update's `result` is what "
+                                  "/race returns.", StreamUpdate), race_params),
+        "replay": (described(replay, replay_params, "Run one race, then stream it again at its measured speed: one "
+                             "update per round (that lane's text so far); the last carries the race's result, "
+                             "unchanged.", ReplayUpdate), replay_params),
+        "sweep": (described(sweep, sweep_params, "The domain sweep to the end: races of the example prompts (or "
+                            "yours), summed per method and domain (accept, tok/s, speedup end to end, lossless), "
+                            "with the prompts, settings, models and versions it ran with.", SweepResult),
+                  sweep_params),
+    }
+
+
+def register(demo: gr.Blocks, stage: Any) -> None:
+    """The endpoints on `demo`, one race at a time on the shared arena, each input named and described."""
+    for name, (fn, params) in endpoints(stage).items():
+        gr.api(fn, api_name=name, concurrency_id="arena", concurrency_limit=1)
+        name_api_inputs(demo, name, params)

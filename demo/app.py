@@ -39,16 +39,16 @@ if __name__ == "__main__":  # as early as possible: a re-exec (LD_PRELOAD) then 
 
 import gradio as gr  # noqa: E402
 
-from demo.api import endpoints  # noqa: E402
-from demo.controls import RUN_LABEL, SUBMIT_HINT, armed, released  # noqa: E402
+from demo.api import register  # noqa: E402
+from demo.controls import IN_VIEW_JS, RUN_LABEL, SUBMIT_HINT, armed, released  # noqa: E402
 from demo.download import download_question, to_download  # noqa: E402
 from demo.exposure import REFUSED, Exposure  # noqa: E402
 from demo.export import save_results  # noqa: E402
-from demo.lanes import LANES, Lane, esc  # noqa: E402
-from demo.stage import (MAX_NEW_TOKENS, Choice, Stage, describe, examples, preset_choices, preset_note,  # noqa: E402
-                        settings_of)
+from demo.knobs import fixed_lengths, page_controls, page_values, settings_of  # noqa: E402
+from demo.lanes import LANES, esc  # noqa: E402
+from demo.stage import Choice, Stage, describe, examples, preset_choices, preset_note  # noqa: E402
 from demo.status import error_html  # noqa: E402
-from demo.sweep_tab import run_sweep, sweep_api, sweep_tab  # noqa: E402
+from demo.sweep_tab import busy, run_sweep, sweep_tab  # noqa: E402
 from demo.view import DRAFTS, PLOT_ROUNDS, View, empty_table, idle_lanes, readable  # noqa: E402
 from spec.target import SpecError  # noqa: E402
 
@@ -73,12 +73,13 @@ def build_demo(stage: Stage) -> gr.Blocks:
         stage.cancelled.discard(request.session_hash)
         return armed(busy=stage.owner is not None)
 
-    def run(prompt: str, max_new_tokens: float, temperature: float, top_p: float, top_k: float, seed: float,
-            dspark_cap: float, dspark_threshold: float, dflash_len: float, baseline: bool, thinking: bool,
-            auto_length: bool, request: gr.Request) -> Iterator[tuple]:
-        """Drain the arena's events into the page, a few updates a second."""
-        knobs = (max_new_tokens, temperature, top_p, top_k, seed, dspark_cap, dspark_threshold, dflash_len,
-                 baseline, thinking, auto_length)
+    def arm_sweep(request: gr.Request) -> tuple:
+        stage.cancelled.discard(request.session_hash)
+        return busy(True)
+
+    def run(data: dict, request: gr.Request) -> Iterator[tuple]:
+        """Drain the arena's events into the page, a few updates a second (data: {component: value})."""
+        prompt_text = data[prompt]
         sid = request.session_hash if request else None
         if sid in stage.cancelled:
             stage.cancelled.discard(sid)
@@ -92,13 +93,13 @@ def build_demo(stage: Stage) -> gr.Blocks:
             return
         view: View | None = None
         try:
-            settings = settings_of(*knobs)
-            if not prompt or not prompt.strip():
+            settings = settings_of(page_values(data, auto_length, controls))
+            if not prompt_text or not prompt_text.strip():
                 raise SpecError("the prompt is empty: type one or click an example")
             view = View.for_arena(arena, settings)
             yield view.outputs()
             stage.owner, last, recorded = sid, 0.0, []
-            for ev in arena.race(prompt, settings):
+            for ev in arena.race(prompt_text, settings):
                 recorded.append(ev)
                 if ev.kind == "finish":
                     stage.record(sid, recorded)
@@ -108,7 +109,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 if ev.kind != "round" or now - last >= STREAM_EVERY:
                     last = now
                     if ev.kind == "finish":
-                        view.files = save_results(view, prompt, settings, stage.names())
+                        view.files = save_results(view, prompt_text, settings, stage.names())
                     yield view.outputs()
         except Exception as e:  # a readable message in the page; the server keeps serving
             msg = stage.tell(e)
@@ -129,11 +130,8 @@ def build_demo(stage: Stage) -> gr.Blocks:
         if not events:
             yield message("Nothing to replay yet: run a race to the end first.")
             return
-        sampled = events[0].temperature > 0
-        view = View({n: Lane(n, sampled) for n in dict.fromkeys(e.engine for e in events if e.kind == "round")},
-                    sampled=sampled)
+        view = View.for_replay(events, getattr(stage.arena, "missing", {}))
         last = 0.0
-        view.replay = True
         for ev in replayed(events):
             view.feed(ev)
             now = time.monotonic()
@@ -149,26 +147,17 @@ def build_demo(stage: Stage) -> gr.Blocks:
         else:
             stage.cancelled.add(sid)
 
-    def sweep_handler(domains: list[str], per_domain: float, own: str, sweep_max_new: float, max_new_tokens: float,
-                      temperature: float, top_p: float, top_k: float, seed: float, dspark_cap: float,
-                      dspark_threshold: float, dflash_len: float, baseline: bool, thinking: bool,
-                      auto_length: bool, request: gr.Request) -> Iterator[tuple]:
+    def sweep_handler(data: dict, request: gr.Request) -> Iterator[tuple]:
         """The sweep tab's Run: its own prompts and length, the Settings' sampling and head knobs."""
-        yield from run_sweep(stage, domains, per_domain, own, sweep_max_new, max_new_tokens, temperature, top_p,
-                             top_k, seed, dspark_cap, dspark_threshold, dflash_len, baseline, thinking,
-                             auto_length, request=request)
-
-    def sweep_endpoint(domains: str = "chat,code,math", per_domain: int = 2, prompts: str = "",
-                       max_new_tokens: int = 48, temperature: float = 0.0) -> dict:
-        """The domain sweep to the end: races of the example prompts of `domains` (comma-separated), or
-        of your own `prompts` (one a line); returns the table method x domain (accept, tok/s, speedup,
-        lossless), its release layout and the per-race rows."""
-        return sweep_api(stage, domains, per_domain, prompts, max_new_tokens, temperature)
+        domains, per_domain, own, sweep_max_new = (data[c] for c in sweep_inputs)
+        yield from run_sweep(stage, domains, per_domain, own, sweep_max_new,
+                             page_values(data, auto_length, controls), request=request)
 
     def settled(shown: str, err: str = "") -> tuple:
         """The Settings after a load, a refusal or a cancel: the error next to Load, no question open."""
         return (gr.skip(), gr.skip(), error_html(err), gr.Dropdown(value=shown), gr.Group(visible=shown == "custom"),
-                preset_note(shown), gr.Group(visible=False), gr.skip(), *(gr.skip(),) * (2 + 2 * len(LANES)))
+                preset_note(shown), gr.Group(visible=False), gr.skip(), gr.Button(visible=True),
+                *(gr.skip(),) * (2 + 2 * len(LANES)))
 
     def ask_or_load(preset: str, target: str, dspark: str, dflash: str,
                     progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple:
@@ -181,7 +170,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
             return load(preset, target, dspark, dflash, progress)
         ask = download_question(choice, repos)
         return (gr.skip(), gr.skip(), "", gr.skip(), gr.skip(), gr.skip(), gr.Group(visible=True),
-                ask, *(gr.skip(),) * (2 + 2 * len(LANES)))
+                ask, gr.Button(visible=False), *(gr.skip(),) * (2 + 2 * len(LANES)))
 
     def cancel_load() -> tuple:
         return settled(stage.serving)
@@ -203,7 +192,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
         lanes = [gr.skip()] * (2 * len(LANES)) if err else idle_lanes(stage)
         return (describe(stage), gr.skip() if err else "", error_html(err), gr.Dropdown(value=shown),
                 gr.Group(visible=shown == "custom"), preset_note(shown), gr.Group(visible=False), gr.skip(),
-                *knob_limits(stage), *lanes)
+                gr.Button(visible=True), *knob_limits(stage), *lanes)
 
     def on_preset(preset: str) -> tuple:
         return gr.Group(visible=preset == "custom"), preset_note(preset)
@@ -239,23 +228,9 @@ def build_demo(stage: Stage) -> gr.Blocks:
                     target_id = gr.Textbox(c.target or "", label="Target (hub id or folder)", elem_id="target")
                     dspark_id = gr.Textbox(c.dspark or "", label="DSpark head", elem_id="dspark")
                     dflash_id = gr.Textbox(c.dflash or "", label="DFlash head", elem_id="dflash")
-            with gr.Row():
-                max_new = gr.Slider(1, MAX_NEW_TOKENS, value=128, step=1, label="Max new tokens", elem_id="max-new")
-                temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)",
-                                        elem_id="temperature")
-                top_p = gr.Slider(0.05, 1, value=1, step=0.01, label="Top-p", elem_id="top-p")
-                top_k = gr.Slider(0, 200, value=0, step=1, label="Top-k (0 = off)", elem_id="top-k")
-                seed = gr.Number(0, precision=0, label="Seed")
-            with gr.Row():
-                cap_max, len_max = block_sizes(stage)
-                auto_length = gr.Checkbox(True, label="Auto draft length (chosen every round from measured "
-                                          "costs and acceptance; off: the fixed lengths)", elem_id="auto-length")
-                dspark_cap = gr.Slider(0, cap_max, value=0, step=1, label="DSpark cap (0 = the head's block)")
-                dspark_thr = gr.Slider(0, 0.95, value=0, step=0.05, label="DSpark confidence threshold (0 = off)")
-                dflash_len = gr.Slider(0, len_max, value=0, step=1, label="DFlash draft length (0 = full block)")
-                baseline = gr.Checkbox(True, label="Run the greedy baseline", elem_id="baseline")
-                thinking = gr.Checkbox(False, label="Let the model think (enable_thinking)",
-                                       elem_id="thinking")
+            auto_length, controls = page_controls(*block_sizes(stage))
+            auto_length.change(fixed_lengths, auto_length, [controls["dspark_cap"], controls["dflash_len"]],
+                               queue=False, api_visibility="private")
         with gr.Tabs(elem_id="modes"):
             with gr.Tab("Race", elem_id="race-tab"):
                 with gr.Row(equal_height=False):
@@ -285,12 +260,14 @@ def build_demo(stage: Stage) -> gr.Blocks:
                             lane_out.append(gr.HTML(first[2 * i], elem_id=f"meters-{name}"))
                             lane_out.append(gr.HTML(first[2 * i + 1], elem_id=f"text-{name}", max_height=420,
                                                     autoscroll=True))
-                plot = gr.LinePlot(None, x="round", y="tokens", color="series", color_map=COLORS,
+                plot = gr.LinePlot(None, x="round", y="tokens", color="series", color_map=COLORS, colors_in_legend=[],
                                    y_lim=[0, None], x_lim=[1, PLOT_ROUNDS], x_axis_format="d", elem_id="plot",
                                    label="Per round: accept length (tokens committed per target forward) and, "
                                          "lighter, drafts verified (the length chosen; 0 = parked, a plain step)")
-                table = gr.DataFrame(empty_table(), label="Results (decode tok/s uses each engine's own busy time)",
-                                     interactive=False, elem_id="table")
+                gr.HTML(plot_legend(), elem_id="plot-legend")  # the chart's own legend ran off a phone's edge
+                table = gr.DataFrame(empty_table(), label="Results, fastest first (speedup and tok/s: end to end, "
+                                     "tokens per engine second; decode-only figures as details)",
+                                     interactive=False, wrap=True, elem_id="table")
                 files = gr.File(label="Download the results (CSV, JSON)", file_count="multiple", interactive=False,
                                 elem_id="files", visible=False)
             with gr.Tab("Domain sweep", elem_id="sweep-tab"):
@@ -298,26 +275,30 @@ def build_demo(stage: Stage) -> gr.Blocks:
         gr.HTML('<div class="foot">One clock: the engines share one MLX thread, and the one that has computed '
                 "least so far always runs next, so at every moment each lane shows what that engine alone would "
                 "have written after the same amount of its own compute (the race clock, in engine seconds; the "
-                "wall clock is shared by all three). Tok/s counts each engine's own busy time. Accept length = "
-                "tokens committed per target forward (the target's own token included, so always ≥ 1).</div>")
+                "wall clock is shared by all three). The speedup is end to end: tokens per engine second, prefill "
+                "included, over the plain lane's; at T = 0, where every lane writes the same tokens, that is the "
+                "plain lane's finish time over this lane's, so speedups, finish times and places agree. Lanes "
+                "closer than the race's noise band tie and share a place. Accept length = tokens committed per "
+                "target forward (the target's own token included, so always ≥ 1).</div>")
 
-        knobs = [max_new, temperature, top_p, top_k, seed, dspark_cap, dspark_thr, dflash_len, baseline, thinking,
-                 auto_length]
+        knobs = [auto_length, *controls.values()]
         outputs = [status, errors, *lane_out, plot, table, files]
         private = dict(api_visibility="private")
         buttons = [run_btn, stop_btn]
-        gr.on([run_btn.click, prompt.submit], arm, None, [status, *buttons], queue=False, **private).then(
-            run, [prompt, *knobs], outputs, concurrency_id="arena", concurrency_limit=1,
+        gr.on([run_btn.click, prompt.submit], arm, None, [status, *buttons], queue=False, js=IN_VIEW_JS,
+              **private).then(
+            run, {prompt, *knobs}, outputs, concurrency_id="arena", concurrency_limit=1,
             show_progress="minimal", show_progress_on=[status], **private).then(
             released, None, buttons, queue=False, **private)
-        replaying = replay_btn.click(lambda: armed(busy=False)[1:], None, buttons, queue=False, **private).then(
+        replaying = replay_btn.click(lambda: armed(busy=False)[1:], None, buttons, queue=False, js=IN_VIEW_JS,
+                                     **private).then(
             replay_last, None, outputs, show_progress="hidden", **private)
         replaying.then(released, None, buttons, queue=False, **private)
         stop_btn.click(stop, None, None, queue=False, cancels=[replaying], **private)
 
         load_in = [preset, target_id, dspark_id, dflash_id]
-        load_out = [header, errors, load_errors, preset, custom_box, note, confirm_box, confirm_md, dspark_cap,
-                    dflash_len, *lane_out]
+        load_out = [header, errors, load_errors, preset, custom_box, note, confirm_box, confirm_md, load_btn,
+                    controls["dspark_cap"], controls["dflash_len"], *lane_out]
         load_args = dict(concurrency_id="arena", concurrency_limit=1, show_progress="full",
                          show_progress_on=[header], **private)
         preset.input(on_preset, preset, [custom_box, note], queue=False, **private).then(
@@ -326,16 +307,20 @@ def build_demo(stage: Stage) -> gr.Blocks:
         load_btn.click(ask_or_load, load_in, load_out, **load_args)
         confirm_btn.click(load, load_in, load_out, **load_args)
         cancel_btn.click(cancel_load, None, load_out, queue=False, **private)
-        sweeping = sweep_run.click(arm, None, None, queue=False, **private).then(
-            sweep_handler, [*sweep_inputs, *knobs], sweep_out, concurrency_id="arena",
+        sweep_buttons = [sweep_run, sweep_stop]
+        sweeping = sweep_run.click(arm_sweep, None, sweep_buttons, queue=False, **private).then(
+            sweep_handler, {*sweep_inputs, *knobs}, sweep_out, concurrency_id="arena",
             concurrency_limit=1, show_progress="minimal", **private)
-        sweep_stop.click(stop, None, None, queue=False, cancels=[sweeping], **private)
-        race_api, race_stream, replay_api = endpoints(stage)
-        gr.api(race_api, api_name="race", concurrency_id="arena", concurrency_limit=1)
-        gr.api(race_stream, api_name="race_stream", concurrency_id="arena", concurrency_limit=1)
-        gr.api(replay_api, api_name="replay", concurrency_id="arena", concurrency_limit=1)
-        gr.api(sweep_endpoint, api_name="sweep", concurrency_id="arena", concurrency_limit=1)
+        sweeping.then(lambda: busy(False), None, sweep_buttons, queue=False, **private)
+        sweep_stop.click(stop, None, None, queue=False, **private)  # the sweep ends itself and says so
+        register(demo, stage)
     return demo
+
+
+def plot_legend() -> str:
+    """The per-round chart's series as swatches that wrap on a narrow screen."""
+    return '<div class="legend">' + "".join(
+        f'<span><i class="sw" style="background:{c}"></i>{esc(name)}</span>' for name, c in COLORS.items()) + "</div>"
 
 
 def block_sizes(stage: Stage) -> tuple[int, int]:

@@ -11,6 +11,13 @@ import gradio as gr
 RUN_LABEL = "Run race"
 RACING_LABEL = "Racing…"
 SUBMIT_HINT = "Shift+Enter runs the race; Enter adds a new line."
+# On Run (and Replay): bring the race into view, the status line and its progress strip at the top (it
+# stays there, sticky, while the lanes scroll under it), unless it is already in the upper part of the screen.
+IN_VIEW_JS = """() => {
+  const s = document.querySelector('#status');
+  if (s) { const top = s.getBoundingClientRect().top;
+           if (top < 0 || top > window.innerHeight * 0.25) window.scrollBy({top: top - 8, behavior: 'smooth'}); }
+}"""
 
 
 def armed(busy: bool) -> tuple[str, gr.Button, gr.Button]:

@@ -36,10 +36,10 @@ def results_doc(view: Any, prompt: str, settings: Any, models: dict[str, str], w
                         "accept_lengths": [r["tokens"] for r in decode],
                         "draft_lengths": [r["drafted"] for r in decode],
                         "round_seconds": [r["seconds"] for r in decode], "rounds": records}
-    return {"spec_arena_results": 2, "timestamp": when.isoformat(timespec="seconds"), "versions": versions(),
+    return {"spec_arena_results": 3, "timestamp": when.isoformat(timespec="seconds"), "versions": versions(),
             "prompt": prompt, "settings": asdict(settings), "models": models,
             "wall_seconds": round(view.wall, 3), "race_clock_seconds": round(view.clock, 3),
-            "verdicts": view.verdicts, "finish_order": [[n, round(t, 3)] for n, t in view.order],
+            "verdicts": view.verdicts, "outcome": view.outcome.record() if view.outcome else None,
             "results": json.loads(view.table.to_json(orient="records")),
             "texts": {n: lane.text for n, lane in view.lanes.items()}, "per_round": rounds}
 

@@ -38,6 +38,7 @@ class Lane:
         self.result: Any = None
         self.verdict = ""
         self.done = False
+        self.outcome: Any = None  # spec.outcome.LaneOutcome once the race is over: the numbers its card shows
 
     def add(self, r: Any) -> None:
         for kind, text in r.pieces:
@@ -69,37 +70,47 @@ def verdict_badge(v: str) -> str:
     return f'<span class="verdict {kind}" title="{esc(v)}">{mark}{esc(short_v)}</span>'
 
 
-def meters_html(name: str, lane: Lane | None, speedup: float | None, place: int | None = None,
-                absent: str = "") -> str:
-    """The lane's card: accept length, decode tok/s and speedup (own busy time), tokens, and its engine
-    seconds (the race clock it has reached; its finish time once done, with its place). A lane not in
-    the race says why (`absent`: e.g. no head of its kind is published for this target)."""
+def meters_html(name: str, lane: Lane | None, speedup: float | None, absent: str = "") -> str:
+    """The lane's card: accept length, tok/s and the speedup over the plain lane (end to end: tokens per
+    engine second, prefill included), tokens, and its engine seconds (the race clock it has reached).
+    Once the race is over every number is the race's outcome (spec.outcome): its place (shared in a
+    tie), how it ended (finished, cut, stopped). A lane not in the race says why (`absent`)."""
     label = lane_label(name, lane is not None and lane.sampled)
     head = (f'<div class="lane-head"><span class="dot {name}"></span><span class="lane-name">{label}</span>'
             f'<span class="lane-note">{LANE_NOTES[name]}</span></div>')
     if lane is None:
         why = "baseline off" if name == "greedy" else absent or "no head loaded"
         return f'<div class="lane-card off">{head}<div class="muted">not in this race ({why})</div></div>'
-    m = lane.meter
-    clock_label = "finished at" if lane.done and m else "engine s"
+    m, o = lane.meter, lane.outcome
+    versus = "vs plain" if lane.sampled else "vs greedy"
+    if o is not None:
+        accept, tok_s, tokens, clock, ended = o.mean_accept, o.tok_s, o.tokens, o.finish_seconds, o.ended
+    else:
+        accept = m.mean_accept if m and m.rounds else None
+        tok_s, tokens = (m.e2e_tok_s if m and m.clock else None), (m.tokens if m else 0)
+        clock, ended = (m.clock if m else None), "engine s"
     cells = [
-        (fmt(m.mean_accept if m and m.rounds else None), "accept length"),
-        (fmt(m.tok_s if m and m.busy else None, 1), "tok/s decode"),
-        (fmt(speedup, 2, "×") if name != "greedy" else ("×1.00" if m and m.busy else "–"), "vs greedy"),
-        (str(m.tokens) if m else "0", "tokens"),
-        (fmt(m.clock if m else None, 1, suffix=" s"), clock_label),
+        (fmt(accept), "accept length", "tokens committed per target forward (the target's own token included)"),
+        (fmt(tok_s, 1), "tok/s", "tokens per engine second, prefill included"),
+        (fmt(speedup, 2, "×") if name != "greedy" else ("×1.00" if tok_s else "–"), versus,
+         "the speedup: this lane's tok/s over the plain lane's (end to end)"),
+        (str(tokens), "tokens", ""),
+        (fmt(clock, 1, suffix=" s"), ended, "engine seconds: this lane's own compute"),
     ]
-    body = "".join(f'<div class="m"><div class="v">{v}</div><div class="k">{k}</div></div>' for v, k in cells)
+    body = "".join(f'<div class="m" title="{esc(tip)}"><div class="v">{v}</div><div class="k">{k}</div></div>'
+                   for v, k, tip in cells)
     badges = verdict_badge(lane.verdict) if name != "greedy" else (
         f'<span class="verdict base">{"its own sample" if lane.sampled else "reference"}</span>' if lane.done else "")
-    if name != "greedy" and m is not None and m.drafted:
+    if name != "greedy" and m is not None and m.drafted and o is None:
         k = m.drafted[-1]
         badges += (f'<span class="chosen" title="drafts verified in the last round">'
                    f'{"parked: plain step" if k == 0 else f"drafting {k}"}</span>')
-    if lane.done and getattr(lane.result, "finish_reason", "") == "length":
-        badges += '<span class="cut" title="the answer reached Max new tokens (Settings)">cut at max tokens</span>'
-    if place is not None:
-        badges = f'<span class="place p{place}">{ordinal(place)}</span>' + badges
+    if o is not None and o.status != "finished":
+        badges += f'<span class="cut {o.status.split()[0]}" title="how this lane ended">{esc(o.status)}</span>'
+    if o is not None and o.place is not None:
+        tie = " tie" if o.tied else ""
+        badges = (f'<span class="place p{o.place}{tie}" title="{"a tie: within the race&#39;s noise band" if tie else ""}">'
+                  f'{"=" if o.tied else ""}{ordinal(o.place)}</span>' + badges)
     return (f'<div class="lane-card {name}">{head}<div class="meters">{body}</div>'
             f'<div class="badges">{badges}</div></div>')
 

@@ -9,14 +9,14 @@ from demo.lanes import LANES, esc
 
 
 def below_greedy_html(view: Any) -> str:
-    """One short paragraph naming each head whose decode speedup (its card's "vs greedy") is < 1."""
-    if view.state != "finished":
+    """One short paragraph naming each head placed behind the plain lane (a tie is not slower)."""
+    out = view.outcome
+    if view.state != "finished" or out is None or "greedy" not in out.lanes:
         return ""
-    slow = []
-    for name in ("dspark", "dflash"):
-        lane, ratio = view.lanes.get(name), view.speedup(name) if name in view.lanes else None
-        if ratio is not None and ratio < 1 and lane.meter is not None and lane.meter.rounds:
-            slow.append(f"{LANES[name]} ×{ratio:.2f}, accept length {lane.meter.mean_accept:.2f}")
+    base = out.lanes["greedy"]
+    slow = [f"{LANES[n]} ×{o.speedup:.2f}, accept length {o.mean_accept:.2f}" for n, o in out.lanes.items()
+            if n != "greedy" and o.place is not None and base.place is not None and o.place > base.place
+            and o.speedup is not None and o.mean_accept is not None]
     if not slow:
         return ""
     plain = "plain sampling" if view.sampled else "greedy"

@@ -14,7 +14,6 @@ from spec.target import SpecError
 
 CUSTOM_LABEL = "custom: your own target and heads"
 PROMPTS = Path(__file__).resolve().parents[1] / "assets" / "prompts"
-MAX_NEW_TOKENS = 2048  # the page's slider and the API's limit
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ class Stage:
         why = self.tell(e)
         what = why if why.startswith(("DSpark head", "DFlash head")) else f"could not load {choice.label}: {why}"
         keep = f" Still serving {self.choice.label}." if self.arena is not None and self.choice else ""
-        return self.tell(what + keep)
+        return self.tell(what.rstrip(". ") + "." + keep)
 
     def names(self) -> dict[str, str]:
         """What is loaded, in words (never a server folder): target / dspark / dflash -> name."""
@@ -88,7 +87,7 @@ class Stage:
         from spec.race import load_preset_arena
 
         if choice.preset == "custom" and not choice.target:
-            raise SpecError("custom: give a target (hub id or folder), and at least one head")
+            raise SpecError("give a target (a hub id or a folder) and at least one head")
         if choice.preset != "custom":
             from spec.presets import get_preset
 
@@ -187,22 +186,6 @@ def short(ref: str) -> str:
 
 
 # -- what the page offers and asks ------------------------------------------------------------------
-
-def settings_of(max_new_tokens: float, temperature: float, top_p: float, top_k: float, seed: float,
-                dspark_cap: float, dspark_threshold: float, dflash_len: float, baseline: bool,
-                thinking: bool = False, auto_length: bool = False) -> Any:
-    """The page's knobs as RaceSettings; auto_length: each head's draft length chosen every round."""
-    from spec.race import RaceSettings
-
-    if not 1 <= int(max_new_tokens) <= MAX_NEW_TOKENS:
-        raise SpecError(f"max_new_tokens must be between 1 and {MAX_NEW_TOKENS} (it was {int(max_new_tokens)})")
-    return RaceSettings(max_new_tokens=int(max_new_tokens), temperature=float(temperature), top_p=float(top_p),
-                        top_k=int(top_k), seed=int(seed or 0),
-                        dspark_cap="auto" if auto_length else int(dspark_cap),
-                        dspark_threshold=float(dspark_threshold),
-                        dflash_len="auto" if auto_length else int(dflash_len), baseline=bool(baseline),
-                        thinking=bool(thinking))
-
 
 def examples(domain: str, k: int = 6) -> list[str]:
     from spec.prompts import load_prompts

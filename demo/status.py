@@ -1,16 +1,38 @@
-"""The status line above the lanes: the race clock (engine seconds) next to the wall clock while racing;
-then the finishing order, the winner and its speedup, and the lossless verdicts (HTML only)."""
+"""The status line above the lanes (HTML only). While racing: the race clock (engine seconds) next to the
+wall clock, and a strip of each lane's progress that stays in view (sticky) while the page scrolls.
+Finished: the outcome's headline, the places with finish times, the lossless verdicts; every number
+comes from spec.outcome, so a replay, which carries the same outcome, shows the same line."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from demo.lanes import esc, lane_label, verdict_badge
+from demo.lanes import LANES, esc, lane_label, verdict_badge
 
 
 def clocks(view: Any) -> str:
     return (f'<span class="clock" title="engine seconds: each lane\'s own compute">race clock '
             f'<b>{view.clock:.2f} s</b></span> · <span class="wall">{view.wall:.2f} s wall</span>')
+
+
+def strip_html(view: Any) -> str:
+    """One small bar per lane: tokens written of the most allowed, and its speedup so far."""
+    cells = []
+    for name in LANES:
+        lane = view.lanes.get(name)
+        if lane is None:
+            continue
+        m = lane.meter
+        tokens = m.tokens if m else 0
+        full = 100 * min(1.0, tokens / view.max_new_tokens) if view.max_new_tokens else 0
+        if lane.done:
+            full = 100
+        x = view.speedup(name) if name != "greedy" else None
+        cells.append(f'<div class="strip-lane {name}"><span class="strip-name">{esc(lane_label(name, view.sampled))}'
+                     f'</span><span class="strip-bar"><i style="width:{full:.0f}%"></i></span>'
+                     f'<span class="strip-num">{tokens}{f" · ×{x:.2f}" if x else ""}{" ✓" if lane.done else ""}'
+                     f'</span></div>')
+    return f'<div class="strip">{"".join(cells)}</div>' if cells else ""
 
 
 def status_html(view: Any) -> str:
@@ -23,38 +45,39 @@ def status_html(view: Any) -> str:
         elif view.prompt_tokens and view.prefilled < view.prompt_tokens and not view.replay:
             what = (f"Reading the prompt (one prefill shared by every lane): {view.prefilled:,} of "
                     f"{view.prompt_tokens:,} tokens")
-        return f'<div class="status racing"><span class="pulse"></span>{what} · {clocks(view)}</div>'
+        return (f'<div class="status racing"><span class="pulse"></span>{what} · {clocks(view)}'
+                f'{strip_html(view)}</div>')
+    out = view.outcome
     label = lambda n: lane_label(n, view.sampled)  # noqa: E731
     summary = " · ".join(f"{label(n)} {verdict_badge(v)}" for n, v in view.verdicts.items())
     why = ("At T > 0 each lane draws its own exact sample from the target (the Leviathan/Chen rule), so "
            "texts match only by chance; the sampling tests check the law, not one text" if view.sampled else "")
+    replayed = " (replayed)" if view.replay else ""
     if view.state == "stopped":
-        head = "<b>Stopped</b> (texts compared up to where the first engine stopped)"
+        head = f"<b>Stopped{replayed}.</b> {esc(out.headline()) if out else ''}"
     else:
-        head = f"<b>Finished.</b> {winner_html(view.winner, label)} {order_html(view.order, label)}"
+        head = (f'<b>Finished{replayed}.</b> <span class="winner">{esc(out.headline())}</span> '
+                f"{order_html(out)}")
     check = "Compared with plain sampling" if view.sampled else "Lossless check"
     return (f'<div class="status {view.state}">{head} · {clocks(view)}. '
             f'<span class="lossless">{check}: {summary or "–"}</span>'
             + (f'<div class="why">{esc(why)}.</div>' if why else "") + "</div>")
 
 
-def winner_html(win: tuple[str, dict[str, float]] | None, label: Any = lane_label) -> str:
-    if win is None:
+def order_html(outcome: Any) -> str:
+    """The places, fastest first, each lane with its finish time on the race clock ("=" joins a tie).
+    When the lanes wrote different lengths (T > 0), speed ranks them, so each shows its tokens too."""
+    lanes = outcome.order
+    if not lanes:
         return ""
-    name, ratios = win
-    if not ratios:
-        return f'<span class="winner">{label(name)} wins.</span>'
-    if name == "greedy":
-        lost = ", ".join(f"{label(n)} ×{r:.2f}" for n, r in ratios.items() if n != "greedy")
-        return (f'<span class="winner">{label(name)} wins: speculation did not pay on this prompt'
-                f'{f" ({lost} end to end)" if lost else ""}.</span>')
-    return f'<span class="winner">{label(name)} wins: ×{ratios[name]:.2f} {label("greedy").lower()} end to end.</span>'
-
-
-def order_html(order: list[tuple[str, float]], label: Any = lane_label) -> str:
-    if not order:
-        return ""
-    return "Finish: " + " → ".join(f"{label(n)} {t:.2f} s" for n, t in order)
+    same = len({o.tokens for o in lanes}) == 1
+    parts = []
+    for i, o in enumerate(lanes):
+        sep = "" if i == 0 else (" = " if o.tied and o.place == lanes[i - 1].place else " → ")
+        what = f"{o.finish_seconds:.2f} s" if same else f"{o.tokens} tokens in {o.finish_seconds:.2f} s"
+        parts.append(f"{sep}{esc(outcome.label(o.engine))} {what}")
+    title = "Finish: " if same else "By tokens per engine second (the lanes wrote different lengths): "
+    return f'<span class="order">{title}{"".join(parts)}</span>'
 
 
 def error_html(msg: str) -> str:

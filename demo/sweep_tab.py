@@ -1,31 +1,36 @@
 """The domain sweep tab: race the example prompts of chosen domains (or the user's own list), filling the
-release's table method x domain (accept / tok/s / speedup vs greedy, lossless verdict per cell) and a bar
-chart of the speedups after every prompt. The races and the table come from spec.sweep, the same code as
-`python -m spec bench --sweep`."""
+release's table method x domain (accept / tok/s / speedup vs greedy, end to end, lossless verdict per cell)
+and a bar chart of the speedups after every prompt. The races and the table come from spec.sweep, the same
+code as `python -m spec bench --sweep`. It behaves as the race does: Run shows its busy state, Stop is live
+only while a sweep runs and confirms, and what was raced stays downloadable."""
 
 from __future__ import annotations
 
 import json
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
 import gradio as gr
 import pandas as pd
 
+from demo.knobs import echo, settings_of
 from demo.lanes import esc
-from demo.stage import examples, settings_of
+from demo.stage import examples
 from spec.target import SpecError
 
 DOMAIN_NAMES = {"chat": "Chat", "code": "Code", "math": "Math"}
+METHOD_ORDER = ("DSpark", "DFlash")  # the chart's bars, in this order within each domain
 COLORS = {"DSpark": "#7c3aed", "DFlash": "#0891b2", "greedy": "#94a3b8"}
+RUN, RUNNING = "Run sweep", "Sweeping…"
 
 
 def sweep_tab() -> tuple[list, gr.Button, gr.Button, list]:
     """The tab's components: (inputs, Run, Stop, outputs)."""
     gr.Markdown("Race several prompts per domain, one after another, and fill the table of the original "
-                "release: **accept length / decode tok/s / speedup vs greedy** per method and domain, with a "
-                "lossless verdict per cell. The sampling and head settings below apply.")
+                "release: **accept length / tok/s / speedup vs greedy** (end to end, as in the race) per method "
+                "and domain, with a lossless verdict per cell. The sampling and head settings apply.")
     with gr.Row():
         domains = gr.CheckboxGroup([(v, k) for k, v in DOMAIN_NAMES.items()], value=list(DOMAIN_NAMES),
                                    label="Domains (their example prompts)", elem_id="sweep-domains")
@@ -33,17 +38,21 @@ def sweep_tab() -> tuple[list, gr.Button, gr.Button, list]:
         max_new = gr.Slider(8, 512, value=48, step=8, label="Max new tokens per race", elem_id="sweep-max-new")
     own = gr.Textbox(label="…or your own prompts, one a line (domain: custom)", lines=3, elem_id="sweep-own")
     with gr.Row():
-        run = gr.Button("Run sweep", variant="primary", elem_id="sweep-run")
-        stop = gr.Button("Stop", variant="stop", elem_id="sweep-stop")
+        run = gr.Button(RUN, variant="primary", elem_id="sweep-run")
+        stop = gr.Button("Stop", variant="stop", interactive=False, elem_id="sweep-stop")
     status = gr.HTML('<div class="status">Ready.</div>', elem_id="sweep-status")
-    table = gr.DataFrame(pd.DataFrame(columns=["method"]), label="accept / tok/s / speedup vs greedy",
+    table = gr.DataFrame(pd.DataFrame(columns=["method"]), label="accept / tok/s / speedup vs greedy (end to end)",
                          interactive=False, elem_id="sweep-table")
-    bars = gr.BarPlot(None, x="bar", y="speedup", color="method", color_map=COLORS, y_lim=[0, None],
-                      sort=None, label="Speedup vs greedy (decode tok/s; 1.0 = as fast as greedy)",
-                      elem_id="sweep-bars")
+    bars = gr.Plot(None, label="Speedup vs greedy (end to end; 1.0 = as fast as greedy)", elem_id="sweep-bars",
+                   format="png")
     files = gr.File(label="Download the sweep (CSV, JSON)", file_count="multiple", interactive=False,
                     elem_id="sweep-files", visible=False)
     return [domains, per_domain, own, max_new], run, stop, [status, table, bars, files]
+
+
+def busy(running: bool) -> tuple[gr.Button, gr.Button]:
+    """Run off and Stop live while a sweep runs; the other way round otherwise."""
+    return gr.Button(RUNNING if running else RUN, interactive=not running), gr.Button(interactive=running)
 
 
 def sweep_prompts(domains: list[str], per_domain: int, own: str) -> list[dict]:
@@ -51,10 +60,14 @@ def sweep_prompts(domains: list[str], per_domain: int, own: str) -> list[dict]:
     lines = [line.strip() for line in (own or "").splitlines() if line.strip()]
     if lines:
         return [{"domain": "custom", "prompt": line} for line in lines]
+    if not 1 <= int(per_domain) <= 6:
+        raise SpecError(f"prompts per domain must be between 1 and 6 (it was {int(per_domain)})")
+    if not domains:
+        raise SpecError("the sweep has no prompts: pick a domain or type your own, one a line")
     return [{"domain": d, "prompt": p} for d in domains for p in examples(d, int(per_domain))]
 
 
-def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_new: float, *knobs: Any,
+def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_new: float, values: dict[str, Any],
               request: gr.Request = None) -> Iterator[tuple]:
     """Race each prompt on the served arena; after each, the table, the bars and the files so far."""
     from spec.sweep import grid, sweep
@@ -64,16 +77,25 @@ def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_n
         if arena is None:
             raise SpecError(stage.error or "no model is loaded: pick a preset in Settings")
         prompts = sweep_prompts(domains, per_domain, own)
-        settings = settings_of(max_new, *knobs[1:])
+        settings = settings_of({**values, "max_new_tokens": max_new})
         yield status_html(f"Racing 1 of {len(prompts)}…", "racing"), gr.skip(), gr.skip(), gr.skip()
         stage.owner = request.session_hash if request else None
+        when = datetime.now(timezone.utc)
         for upd in sweep(arena.race, prompts, settings):
             done = upd.done == upd.total
-            word = "Finished" if done else f"Raced {upd.done} of {upd.total}; racing the next…"
-            files = save_sweep(upd) if done else None
-            yield (status_html(f"{word} ({upd.total} prompts, {settings.max_new_tokens} new tokens each)",
-                               "finished" if done else "racing"),
-                   grid(upd.table), bars_of(upd.table),
+            each = f"({settings.max_new_tokens} new tokens each)"
+            if upd.stopped:
+                word, state = f"Stopped after {upd.done} of {upd.total} prompts {each}", "stopped"
+                word += ": the table holds the races that finished." if upd.done else "."
+            else:
+                word = (f"Finished: {upd.total} prompts {each}." if done
+                        else f"Raced {upd.done} of {upd.total}; racing the next… {each}")
+                state = "finished" if done else "racing"
+            files = (save_sweep(upd, prompts, settings, stage.names(), when)
+                     if (done or upd.stopped) and upd.done else None)
+            has = upd.table is not None
+            yield (status_html(word, state), grid(upd.table) if has else gr.skip(),
+                   bars_figure(upd.table) if has else gr.skip(),
                    gr.File(value=files, visible=True) if files else gr.skip())
     except Exception as e:  # one readable line in the tab; the server keeps serving
         yield status_html(stage.tell(e), "error"), gr.skip(), gr.skip(), gr.skip()
@@ -82,47 +104,83 @@ def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_n
             stage.owner = None
 
 
-def sweep_api(stage: Any, domains: str = "chat,code,math", per_domain: int = 2, prompts: str = "",
-              max_new_tokens: int = 48, temperature: float = 0.0) -> dict:
-    """Run the sweep to the end: the table (method x domain records: accept, tok/s, speedup, lossless),
-    its release layout (grid) and the per-race rows."""
-    from spec.sweep import grid, sweep
+def sweep_api(stage: Any, domains: str, per_domain: int, prompts: str, values: dict[str, Any]) -> dict:
+    """Run the sweep to the end: the table, its release layout, the per-race rows, and what it ran with."""
+    from spec.sweep import sweep
 
     if stage.arena is None:
-        raise gr.Error(stage.error or "no model is loaded")
+        raise gr.Error(stage.error or "no model is loaded", print_exception=False)
     try:
         chosen = [d.strip() for d in domains.split(",") if d.strip()]
         unknown = sorted(set(chosen) - set(DOMAIN_NAMES))
         if unknown:
             raise SpecError(f"unknown domain(s) {unknown}: choose from {', '.join(DOMAIN_NAMES)}")
+        settings = settings_of(values)
+        raced = sweep_prompts(chosen, per_domain, prompts)
+        when = datetime.now(timezone.utc)
         last = None
-        settings = settings_of(max_new_tokens, temperature, 1.0, 0, 0, 0, 0.0, 0, True, auto_length=True)
-        for last in sweep(stage.arena.race, sweep_prompts(chosen, per_domain, prompts), settings):
+        for last in sweep(stage.arena.race, raced, settings):
             pass
     except Exception as e:
-        raise gr.Error(stage.tell(e)) from e
-    return {"table": json.loads(last.table.to_json(orient="records")),
-            "grid": json.loads(grid(last.table).to_json(orient="records")),
-            "rows": json.loads(last.rows.to_json(orient="records"))}
+        raise gr.Error(stage.tell(e), print_exception=False) from None
+    return sweep_doc(last, raced, settings, stage.names(), when)
 
 
-def bars_of(table: pd.DataFrame) -> pd.DataFrame | None:
-    """One bar per head and domain, side by side (a bar plot stacks the bars that share an x)."""
+def sweep_doc(upd: Any, prompts: list[dict], settings: Any, models: dict[str, str], when: datetime) -> dict:
+    """The sweep as its JSON download and the API give it."""
+    from demo.export import versions
+    from spec.sweep import grid
+
+    records = (lambda f: json.loads(f.to_json(orient="records")) if f is not None and len(f) else [])  # noqa: E731
+    return {"table": records(upd.table), "grid": records(grid(upd.table)) if upd.table is not None else [],
+            "rows": records(upd.rows), "prompts": prompts[: upd.done] if upd.stopped else prompts,
+            "settings": echo(settings), "models": models, "versions": versions(),
+            "timestamp": when.isoformat(timespec="seconds"), "stopped": upd.stopped}
+
+
+def bars_figure(table: pd.DataFrame) -> Any:
+    """One bar per head and domain, heads in a fixed order within each domain, a line at 1.0 (greedy's
+    speed), and room above the tallest bar for its label."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     heads = table[table["method"] != "greedy"]
     if not len(heads):
         return None
-    return heads.assign(bar=heads["domain"] + " · " + heads["method"])[["bar", "method", "speedup"]]
+    domains = list(dict.fromkeys(heads["domain"]))
+    fig, ax = plt.subplots(figsize=(7, 3.2), dpi=110)
+    width = 0.8 / len(METHOD_ORDER)
+    for j, method in enumerate(METHOD_ORDER):
+        mine = heads[heads["method"] == method].set_index("domain")["speedup"]
+        xs = [i + (j - (len(METHOD_ORDER) - 1) / 2) * width for i in range(len(domains))]
+        ys = [float(mine.get(d, float("nan"))) for d in domains]
+        drawn = ax.bar(xs, ys, width * 0.92, color=COLORS[method], label=method)
+        ax.bar_label(drawn, labels=[f"{y:.2f}" if y == y else "" for y in ys], fontsize=8, padding=2)
+    ax.axhline(1.0, color="#64748b", linewidth=1, linestyle="--", label="greedy = 1.0")
+    top = float(heads["speedup"].max())
+    ax.set_ylim(0, max(1.4, top * 1.3))  # room for the bars' labels and the legend
+    ax.set_xticks(range(len(domains)), domains)
+    ax.set_ylabel("speedup vs greedy")
+    ax.legend(loc="upper left", fontsize=8, ncols=3, frameon=False)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
 
 
-def save_sweep(upd: Any) -> list[str]:
+def save_sweep(upd: Any, prompts: list[dict], settings: Any, models: dict[str, str], when: datetime) -> list[str]:
+    """CSV (the grid) + JSON (everything), named spec-arena-sweep-<UTC time>."""
     from spec.sweep import grid
 
     out = Path(tempfile.mkdtemp(prefix="spec-arena-sweep-"))
-    grid(upd.table).to_csv(out / "spec-arena-sweep.csv", index=False)
-    (out / "spec-arena-sweep.json").write_text(json.dumps({
-        "table": json.loads(upd.table.to_json(orient="records")),
-        "rows": json.loads(upd.rows.to_json(orient="records"))}, indent=2))
-    return [str(out / "spec-arena-sweep.csv"), str(out / "spec-arena-sweep.json")]
+    stem = f"spec-arena-sweep-{when.strftime('%Y%m%d-%H%M%S')}"
+    grid(upd.table).to_csv(out / f"{stem}.csv", index=False)
+    (out / f"{stem}.json").write_text(json.dumps(sweep_doc(upd, prompts, settings, models, when), indent=2,
+                                                 ensure_ascii=False))
+    return [str(out / f"{stem}.csv"), str(out / f"{stem}.json")]
 
 
 def status_html(text: str, state: str) -> str:

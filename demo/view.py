@@ -27,8 +27,9 @@ class View:
     wall: float = 0.0
     clock: float = 0.0  # the race clock: engine seconds
     state: str = "waiting"  # waiting | racing | finished | stopped
-    order: list[tuple[str, float]] = field(default_factory=list)  # (engine, finish time) as they finish
-    winner: Any = None
+    done_at: dict[str, float] = field(default_factory=dict)  # engine -> its end on the race clock, as lanes end
+    outcome: Any = None  # spec.outcome.Outcome, at the finish: every number the finished page shows
+    max_new_tokens: int = 0  # the progress strip's full bar
     replay: bool = False  # a recorded race played again at measured speed
     table: Any = None
     verdicts: dict[str, str] = field(default_factory=dict)
@@ -38,14 +39,24 @@ class View:
     prompt_tokens: int = 0
     stopping: bool = False  # Stop pressed, the race not ended yet
     rounds: dict[str, list[dict]] = field(default_factory=dict)  # engine -> its rounds, for the download
-    plot_span: int = 0  # the rounds the chart's x axis was last sent with
+    plot_span: tuple = ()  # the chart's x and y ranges as last sent
     absent: dict[str, str] = field(default_factory=dict)  # head kind -> why it is not in the race
 
     @classmethod
     def for_arena(cls, arena: Any, settings: Any) -> "View":
         names = [n for n in ("dspark", "dflash") if n in arena.heads] + (["greedy"] if settings.baseline else [])
         sampled = settings.temperature > 0
-        return cls({n: Lane(n, sampled) for n in names}, sampled=sampled, absent=dict(getattr(arena, "missing", {})))
+        return cls({n: Lane(n, sampled) for n in names}, sampled=sampled, absent=dict(getattr(arena, "missing", {})),
+                   max_new_tokens=settings.max_new_tokens)
+
+    @classmethod
+    def for_replay(cls, events: list, absent: dict[str, str] | None = None) -> "View":
+        """A view of a recorded race: its lanes and settings as the record holds them."""
+        start = next(ev for ev in events if ev.kind == "start")
+        sampled = start.temperature > 0
+        names = dict.fromkeys(e.engine for e in events if e.kind == "round")
+        return cls({n: Lane(n, sampled) for n in names}, sampled=sampled, replay=True, absent=dict(absent or {}),
+                   max_new_tokens=start.settings.max_new_tokens if start.settings else 0)
 
     def feed(self, ev: Any) -> None:
         self.wall = ev.wall or self.wall
@@ -65,9 +76,9 @@ class View:
         elif ev.kind == "done":
             self.lanes[ev.engine].meter = ev.meter
             self.lanes[ev.engine].finish(ev.result)
-            self.order.append((ev.engine, ev.meter.clock))
+            self.done_at[ev.engine] = ev.meter.clock
         elif ev.kind == "finish":
-            from spec.race import results_table, winner
+            from spec.race import results_table
 
             for name, res in ev.results.items():
                 if name in self.lanes and not self.lanes[name].done:
@@ -75,16 +86,22 @@ class View:
             self.verdicts = dict(ev.verdicts)
             for name, v in ev.verdicts.items():
                 self.lanes[name].verdict = v
-            stopped = any(r.finish_reason == "stopped" for r in ev.results.values())
-            self.state = "stopped" if stopped else "finished"
-            self.table = results_table(ev.results, ev.verdicts, self.sampled)
-            self.winner = winner(ev.results)
+            self.outcome = ev.outcome
+            for name, o in ev.outcome.lanes.items():
+                if name in self.lanes:
+                    self.lanes[name].outcome = o
+            self.state = "stopped" if ev.outcome.stopped else "finished"
+            self.table = results_table(ev.outcome, ev.verdicts)
 
     def speedup(self, name: str) -> float | None:
+        """The one speedup (end to end): the outcome's once the race is over; while it runs, this lane's
+        tokens per engine second so far over the plain lane's."""
+        if self.outcome is not None and name in self.outcome.lanes:
+            return self.outcome.lanes[name].speedup
         base, lane = self.lanes.get("greedy"), self.lanes[name]
-        if base is None or base.meter is None or lane.meter is None or base.meter.tok_s <= 0:
+        if base is None or base.meter is None or lane.meter is None or base.meter.e2e_tok_s <= 0:
             return None
-        return lane.meter.tok_s / base.meter.tok_s
+        return lane.meter.e2e_tok_s / base.meter.e2e_tok_s
 
     def plot(self) -> pd.DataFrame | None:
         """Per round of each head, its accept length and (a lighter line, "<head> drafts") the drafts it
@@ -103,17 +120,11 @@ class View:
                 rows += [{"round": i + 1, "tokens": v, "series": LANES[n] + suffix} for i, v in enumerate(values)]
         return pd.DataFrame(rows) if rows else None
 
-    def place(self, name: str) -> int | None:
-        """1 for the first lane to finish on the race clock (not shown for a stopped race)."""
-        names = [n for n, _ in self.order]
-        return names.index(name) + 1 if name in names and self.state != "stopped" else None
-
     def outputs(self) -> tuple:
         cols = []
         for name in LANES:
             lane = self.lanes.get(name)
-            cols += [meters_html(name, lane, self.speedup(name) if lane else None, self.place(name),
-                                 self.absent.get(name, "")),
+            cols += [meters_html(name, lane, self.speedup(name) if lane else None, self.absent.get(name, "")),
                      text_html(name, lane)]
         files = gr.File(value=self.files, visible=True) if self.files else gr.File(value=None, visible=False)
         table = self.table if self.table is not None else empty_table()
@@ -129,15 +140,16 @@ class View:
         if plot is None:
             return gr.skip()
         span = PLOT_ROUNDS * max(1, math.ceil(int(plot["round"].max()) / PLOT_ROUNDS))
-        if span == self.plot_span:
+        top = 4 * math.ceil((int(plot["tokens"].max()) + 1) / 4)  # room above the highest line (a full 15-draft
+        if (span, top) == self.plot_span:                          # round once sat on the frame, unseen)
             return plot
-        self.plot_span = span
-        return gr.LinePlot(value=plot, x_lim=[1, span])
+        self.plot_span = (span, top)
+        return gr.LinePlot(value=plot, x_lim=[1, span], y_lim=[0, top])
 
 
 def empty_table() -> pd.DataFrame:
-    return pd.DataFrame(columns=["engine", "tokens", "rounds", "mean accept", "decode tok/s", "end-to-end tok/s",
-                                 "speedup", "prefill s", "finish", "lossless"])
+    return pd.DataFrame(columns=["place", "engine", "speedup", "tok/s", "mean accept", "tokens", "rounds", "finish s",
+                                 "status", "lossless (vs greedy)", "decode tok/s", "decode speedup", "prefill s"])
 
 
 def idle_lanes(stage: Any) -> list[str]:

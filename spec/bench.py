@@ -286,15 +286,18 @@ def methods(heads: dict, vocab_ablation: bool = False) -> list[Method]:
     return out
 
 
-def mlx_lm_greedy(target: Any, prompt_ids: list[int], max_new_tokens: int) -> tuple[list[int], float]:
-    """mlx-lm's own stream_generate (greedy): (token ids, decode tok/s it reports)."""
+def mlx_lm_greedy(target: Any, prompt_ids: list[int], max_new_tokens: int) -> tuple[list[int], float, float]:
+    """mlx-lm's own stream_generate (greedy): (token ids, end-to-end tok/s, decode tok/s), both from the
+    rates it reports (its prompt rate gives the prefill's seconds)."""
     from mlx_lm.generate import stream_generate
 
-    ids, tps = [], 0.0
+    ids, r = [], None
     for r in stream_generate(target.model, target.tokenizer, prompt_ids, max_tokens=max_new_tokens):
         ids.append(r.token)
-        tps = r.generation_tps
-    return ids, tps
+    if r is None or r.generation_tps <= 0:
+        return ids, 0.0, 0.0
+    seconds = r.prompt_tokens / r.prompt_tps + r.generation_tokens / r.generation_tps
+    return ids, r.generation_tokens / seconds, r.generation_tps
 
 
 def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_new_tokens: int,
@@ -303,9 +306,9 @@ def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_n
     from .engine import Engine
 
     if m.kind == "mlx-lm":
-        ids, tps = mlx_lm_greedy(target, prompt_ids, max_new_tokens)
+        ids, tps, decode_tps = mlx_lm_greedy(target, prompt_ids, max_new_tokens)
         ids = ids[: next((i + 1 for i, t in enumerate(ids) if t in target.eos_ids), len(ids))]
-        return {"ids": ids, "tok_s": tps, "accept": [], "draft_s": 0.0, "decode_s": 0.0}
+        return {"ids": ids, "tok_s": tps, "decode_tok_s": decode_tps, "accept": [], "draft_s": 0.0, "decode_s": 0.0}
     head = heads.get(m.kind)
     eng = Engine(target, head, max_draft=m.cap, sampling=sampling, name=m.name, profile=profile)
     vocab = head.draft_vocab if head is not None else None
@@ -316,7 +319,8 @@ def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_n
     finally:
         if head is not None:
             head.draft_vocab = vocab
-    return {"ids": r.token_ids, "tok_s": r.decode_tokens_per_sec, "accept": r.accept_lengths,
+    return {"ids": r.token_ids, "tok_s": r.tokens_per_sec, "decode_tok_s": r.decode_tokens_per_sec,
+            "accept": r.accept_lengths,
             "draft_s": r.draft_seconds, "decode_s": r.decode_seconds, "drafted": r.drafted}
 
 
@@ -358,6 +362,7 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
                 "domain": domain, "method": m.name, "prompt": pi, "tokens": len(out),
                 "rounds": len(runs[0]["accept"]), "committed": sum(runs[0]["accept"]),
                 "tok_s": float(np.median(trial_tok_s)),
+                "decode_tok_s": float(np.median([r["decode_tok_s"] for r in runs])),
                 "tok_s_trials": " ".join(f"{x:.2f}" for x in trial_tok_s),
                 "spread": spread(trial_tok_s),
                 "draft_ms_per_round": 1000 * prof["draft_s"] / max(1, len(prof["accept"])),
@@ -388,17 +393,19 @@ def write_outputs(runs: "Any", table: "Any", out: Path, header: str) -> list[Pat
 
     out.mkdir(parents=True, exist_ok=True)
     wide = table.pivot(index="method", columns="domain", values=["accept", "tok/s", "speedup"])
-    md = header + "\n\naccept / tok/s / speedup vs our greedy\n\n" + to_markdown(grid(table)) + "\n"
+    md = (header + "\n\naccept / tok/s / speedup vs our greedy (end to end: tokens per second, prefill included)\n\n"
+          + to_markdown(grid(table)) + "\n")
     mix = length_mix(runs)
     if mix:
         md += "\nchosen draft lengths of the auto rows, share of rounds (0 = parked: a plain target step):\n" + mix
     if "spread" in runs and runs["spread"].notna().any():
         by_domain = runs.groupby("domain", sort=False)["spread"].median()
-        md += ("\ntrial-to-trial spread of a run's decode tok/s (median absolute deviation of its trials, % of "
+        md += ("\ntrial-to-trial spread of a run's tok/s (median absolute deviation of its trials, % of "
                "their median; median over the runs): " + ", ".join(f"{d} {100 * v:.1f}%" for d, v in by_domain.items())
                + "\n")
-    cost = table.groupby("method", sort=False)["draft % of verify"].median().dropna()
-    if len(cost[cost > 0]):
+    cost = table.groupby("method", sort=False)["draft % of verify"].median().dropna() \
+        if "draft % of verify" in table else None  # a sweep's races do not profile the drafter
+    if cost is not None and len(cost[cost > 0]):
         md += "\ndrafter cost, median % of the verify forward: " + ", ".join(
             f"{m} {v:.1f}%" for m, v in cost.items() if v > 0) + "\n"
     paths = [out / "table.md", out / "table.csv", out / "table.json", out / "runs.csv", out / "speedup.png"]
@@ -408,7 +415,7 @@ def write_outputs(runs: "Any", table: "Any", out: Path, header: str) -> list[Pat
     runs.to_csv(paths[3], index=False)
     ax = wide["speedup"].loc[table["method"].unique()].plot.bar(figsize=(9, 4.5), rot=20)
     ax.axhline(1.0, color="gray", lw=0.8)
-    ax.set_ylabel("speedup vs greedy (decode tok/s)")
+    ax.set_ylabel("speedup vs greedy (end to end)")
     ax.set_title(header.splitlines()[0].lstrip("# "))
     plt.tight_layout()
     plt.savefig(paths[4], dpi=120)
@@ -553,7 +560,7 @@ def run_sweep(a: argparse.Namespace) -> int:
 
     prompts, last = on_arena(a, work)
     header = header_of(a, f"sweep, {len(prompts)} races, {a.max_new_tokens} new tokens, T={a.temperature} "
-                          "(race tok/s on each engine's own busy time)")
+                          "(tok/s end to end, on each engine's own engine seconds)")
     paths = write_outputs(last.rows, last.table, Path(a.out), header)
     print(paths[0].read_text())
     return 0
@@ -633,6 +640,9 @@ def main(argv: list[str]) -> int:
     h.add_argument("--rollback", action="store_true",
                    help="instead: what taking rejected drafts back costs per draft length, on dense, hybrid and MoE "
                         "random targets (or --model)")
+    h.add_argument("--noise", action="store_true",
+                   help="instead: the same races run --trials times; the speedup's run-to-run spread and the tie "
+                        "floor the page uses (writes assets/bench/noise/ with --out assets/bench/noise)")
     h.add_argument("--prefill", type=int, default=0, metavar="TOKENS",
                    help="instead: a race on a TOKENS-long prompt with the prefill shared vs one per engine")
     args = p.parse_args(argv)
@@ -656,6 +666,10 @@ def main(argv: list[str]) -> int:
         return run_rollback([args.model] if args.model else None, Path(args.out), args.runs)
     if args.sweep:
         return run_sweep(args)
+    if args.noise:
+        from .noise_bench import run as run_noise
+
+        return run_noise(args)
     if args.prefill:
         return run_prefill(args)
     return run_race_vs_solo(args) if args.race_vs_solo else run_head_to_head(args)

@@ -63,6 +63,7 @@ class GenResult:
     finish_reason: str  # "eos" | "length" | "context" | "stopped"
     engine: str = ""
     draft_seconds: float = 0.0  # drafter time inside decode_seconds (measured only with profile=True)
+    round_seconds: list[float] = field(default_factory=list)  # each decode round's own time (its jitter: spec.outcome)
 
     @property
     def rounds(self) -> int:
@@ -228,6 +229,7 @@ class Generation:
         self.drafted: list[int] = []
         self.forwards = 0
         self.prefill_seconds = self.decode_seconds = self.draft_seconds = 0.0
+        self.round_seconds: list[float] = []
         self.finish_reason = ""
         self.detok = streaming_detokenizer(t.tokenizer)
 
@@ -254,7 +256,8 @@ class Generation:
             text=self.detok.text, token_ids=list(self.ids), accept_lengths=list(self.accept_lengths),
             drafted=list(self.drafted), target_forwards=self.forwards, prompt_tokens=len(self.prompt_ids),
             prefill_seconds=self.prefill_seconds, decode_seconds=self.decode_seconds,
-            draft_seconds=self.draft_seconds, finish_reason=self.finish_reason or "running", engine=self.engine.name)
+            draft_seconds=self.draft_seconds, finish_reason=self.finish_reason or "running", engine=self.engine.name,
+            round_seconds=list(self.round_seconds))
 
     def _keys(self) -> tuple[mx.array | None, mx.array | None]:
         if self.engine.sampling.greedy:
@@ -422,6 +425,7 @@ class Generation:
             self.prefill_seconds = seconds
         else:
             self.decode_seconds += seconds
+            self.round_seconds.append(seconds)
         for i, tok in enumerate(tokens):
             if tok in t.eos_ids:
                 tokens, self.finish_reason = tokens[: i + 1], "eos"

@@ -22,14 +22,13 @@ import threading
 import time
 import weakref
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from .engine import Engine, GenResult, Prefill, Round
+from .outcome import Outcome
 from .target import SpecError, Target
 from .verify import Sampling
-
-ENGINES = ("dspark", "dflash", "greedy")
 
 
 @dataclass(frozen=True)
@@ -87,6 +86,15 @@ class Meter:
         """Engine seconds so far: this engine's own compute, prefill included (the race clock)."""
         return self.prefill + self.busy
 
+    @property
+    def e2e_tok_s(self) -> float:
+        """Tokens per engine second so far, prefill included: the race's one speed (spec.outcome)."""
+        return self.tokens / self.clock if self.clock > 0 else 0.0
+
+    def snapshot(self) -> "Meter":
+        """A copy that later rounds leave alone: what a recorded event showed stays what it showed."""
+        return replace(self, accept_lengths=list(self.accept_lengths), drafted=list(self.drafted))
+
 
 @dataclass
 class RaceEvent:
@@ -103,6 +111,8 @@ class RaceEvent:
     prefilled: int = 0  # "prefill": prompt tokens through the target so far
     prompt_tokens: int = 0
     temperature: float = 0.0  # "start": the race's (T > 0: the third lane samples)
+    outcome: Outcome | None = None  # "finish": places, speedups, ties and headline, computed once
+    settings: RaceSettings | None = None  # "start": what the race was run with
 
 
 def verdict(result: GenResult, baseline: GenResult | None, settings: RaceSettings) -> str:
@@ -163,7 +173,7 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     gens = {name: e.start(ids, settings.max_new_tokens) for name, e in engines.items()}  # validates first
     meters = {name: Meter() for name in gens}
     t0 = time.perf_counter()
-    yield RaceEvent("start", prompt_tokens=len(ids), temperature=settings.temperature)
+    yield RaceEvent("start", prompt_tokens=len(ids), temperature=settings.temperature, settings=settings)
     live, last = list(gens), None
     pre = (yield from shared_prefill(target, engines, ids, stop, t0)) if share_prefill else None
     if pre is not None:
@@ -186,48 +196,40 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
         if r.done:
             live.remove(name)
         clock = race_clock(meters, live)
-        yield RaceEvent("round", name, r, meters[name], wall=time.perf_counter() - t0, clock=clock,
+        yield RaceEvent("round", name, r, meters[name].snapshot(), wall=time.perf_counter() - t0, clock=clock,
                         lane_clock=meters[name].clock)
         if r.done:
-            yield RaceEvent("done", name, meter=meters[name], result=gens[name].result,
+            yield RaceEvent("done", name, meter=meters[name].snapshot(), result=gens[name].result,
                             wall=time.perf_counter() - t0, clock=clock)
     results = {name: g.result for name, g in gens.items()}
     base = results.get("greedy")
     verdicts = {n: verdict(r, base, settings) for n, r in results.items() if n != "greedy"}
     yield RaceEvent("finish", results=results, verdicts=verdicts, wall=time.perf_counter() - t0,
-                    clock=race_clock(meters, []))
+                    clock=race_clock(meters, []), outcome=Outcome.of(results, settings.temperature > 0))
 
 
 def replay(events: list[RaceEvent], speed: float = 1.0, sleep: Callable[[float], None] = time.sleep,
            clock: Callable[[], float] = time.perf_counter) -> Iterator[RaceEvent]:
     """A recorded race again, on one wall clock: each lane's rounds appear when its own engine time
-    reached them (prefill included), so the lanes move at their measured speeds. Events as run_race's
-    (fresh meters; wall = seconds since the replay began); speed 2.0 plays twice as fast."""
+    reached them (prefill included), so the lanes move at their measured speeds. The recorded events
+    themselves, in that order, only their wall time new (seconds since the replay began): every
+    number they carry (meters, race clock, outcome) is the race's own. speed 2.0 plays twice as fast."""
     if speed <= 0:
         raise SpecError("replay speed must be > 0")
-    rounds = [ev for ev in events if ev.kind == "round"]
     last = next((ev for ev in reversed(events) if ev.kind == "finish"), None)
-    if not rounds or last is None:
+    if last is None or not any(ev.kind == "round" for ev in events):
         raise SpecError("nothing to replay: run a race to the end first")
-    timeline = sorted(((ev.lane_clock, ev) for ev in rounds), key=lambda x: x[0])  # as the race metered them
-    meters = {ev.engine: Meter() for ev in rounds}
-    live = set(meters)
+    at = {"round": lambda ev: ev.lane_clock, "done": lambda ev: ev.meter.clock}
+    timeline = sorted((ev for ev in events if ev.kind in at), key=lambda ev: (at[ev.kind](ev), ev.kind == "done"))
     first = next((ev for ev in events if ev.kind == "start"), RaceEvent("start"))
     t0 = clock()
-    yield RaceEvent("start", prompt_tokens=first.prompt_tokens, temperature=first.temperature)
-    for t, ev in timeline:
-        wait = t / speed - (clock() - t0)
+    yield replace(first, wall=0.0)
+    for ev in timeline:
+        wait = at[ev.kind](ev) / speed - (clock() - t0)
         if wait > 0:
             sleep(wait)
-        meters[ev.engine].add(ev.round)
-        if ev.round.done:
-            live.discard(ev.engine)
-        yield RaceEvent("round", ev.engine, ev.round, meters[ev.engine], wall=clock() - t0,
-                        clock=race_clock(meters, list(live)))
-        if ev.round.done:
-            yield RaceEvent("done", ev.engine, meter=meters[ev.engine], result=last.results[ev.engine],
-                            wall=clock() - t0, clock=t)
-    yield RaceEvent("finish", results=last.results, verdicts=last.verdicts, wall=clock() - t0, clock=last.clock)
+        yield replace(ev, wall=clock() - t0)
+    yield replace(last, wall=clock() - t0)
 
 
 def next_lane(live: list[str], meters: dict[str, "Meter"]) -> str:
@@ -240,42 +242,35 @@ def race_clock(meters: dict[str, "Meter"], live: list[str]) -> float:
     return min(meters[n].clock for n in live) if live else max(m.clock for m in meters.values())
 
 
-def standings(results: dict[str, GenResult]) -> list[tuple[str, float]]:
-    """(engine, finish time in engine seconds: prefill + decode) in finishing order."""
-    return sorted(((n, r.prefill_seconds + r.decode_seconds) for n, r in results.items()), key=lambda x: x[1])
-
-
-def winner(results: dict[str, GenResult]) -> tuple[str, dict[str, float]] | None:
-    """The engine with the most tokens per engine second (end to end: prefill included, so at T = 0,
-    where all write the same tokens, the first to finish), and each engine's speedup over greedy on
-    that measure (empty without a baseline); None for a stopped race or one where nothing ran."""
-    if not results or any(r.finish_reason in ("stopped", "running") for r in results.values()):
-        return None
-    best = max(results, key=lambda n: results[n].tokens_per_sec)
-    base = results.get("greedy")
-    ratios = ({n: r.tokens_per_sec / base.tokens_per_sec for n, r in results.items()}
-              if base is not None and base.tokens_per_sec > 0 else {})
-    return best, ratios
-
-
-def results_table(results: dict[str, GenResult], verdicts: dict[str, str], sampled: bool = False) -> "Any":
-    """One row per engine (pandas): accept length, tok/s, speedup over the baseline, verdict. sampled
-    (T > 0): the third lane is named for what it does, plain sampling."""
+def results_table(outcome: Outcome, verdicts: dict[str, str]) -> "Any":
+    """One row per engine (pandas), fastest first: place, the one speedup (end to end), accept length,
+    tokens, finish time, status, the lossless check; decode-only figures as labelled details."""
     import pandas as pd
 
-    base = results.get("greedy")
     rows = []
-    for name in [n for n in ENGINES if n in results]:
-        r = results[name]
+    for o in outcome.order:
         rows.append({
-            "engine": "plain sampling" if sampled and name == "greedy" else name, "tokens": len(r.token_ids), "rounds": r.rounds, "mean accept": round(r.mean_accept, 2),
-            "decode tok/s": round(r.decode_tokens_per_sec, 1), "end-to-end tok/s": round(r.tokens_per_sec, 1),
-            "speedup": round(r.decode_tokens_per_sec / base.decode_tokens_per_sec, 2)
-            if base and base.decode_tokens_per_sec > 0 else None,
-            "prefill s": round(r.prefill_seconds, 3), "prompt tokens": r.prompt_tokens, "finish": r.finish_reason,
-            "lossless": verdicts.get(name, "its own sample" if sampled else "baseline"),
+            "place": place_label(o), "engine": "plain sampling" if outcome.sampled and o.engine == "greedy" else o.engine,
+            "speedup": rnd(o.speedup, 2),
+            "tok/s": round(o.tok_s, 1), "mean accept": rnd(o.mean_accept, 2), "tokens": o.tokens,
+            "rounds": o.rounds, "finish s": round(o.finish_seconds, 2), "status": o.status,
+            "vs plain sampling" if outcome.sampled else "lossless (vs greedy)":
+                verdicts.get(o.engine, "its own sample" if outcome.sampled else "reference"),
+            "decode tok/s": round(o.decode_tok_s, 1), "decode speedup": rnd(o.decode_speedup, 2),
+            "prefill s": round(o.prefill_seconds, 3),
         })
     return pd.DataFrame(rows)
+
+
+def place_label(o: Any) -> str:
+    """'1st', '=1st' for a shared place, '–' for a stopped race."""
+    if o.place is None:
+        return "–"
+    return ("=" if o.tied else "") + {1: "1st", 2: "2nd", 3: "3rd"}.get(o.place, f"{o.place}th")
+
+
+def rnd(x: float | None, digits: int) -> float | None:
+    return None if x is None else round(x, digits)
 
 
 class MLXThread:
@@ -481,13 +476,15 @@ def main(argv: list[str]) -> int:
                       f"{ev.meter.tok_s:.1f} tok/s, finished at {ev.meter.clock:.2f} s of engine time", file=sys.stderr)
             events.append(ev)
         final = events[-1]
-        table = results_table(final.results, final.verdicts, settings.temperature > 0)
+        table = results_table(final.outcome, final.verdicts)
         if a.json:
             print(table.to_json(orient="records"))
         else:
             print(side_by_side({n: r.text for n, r in final.results.items()}))
             print()
             print(table.to_string(index=False))
+            print(f"\n{final.outcome.headline()}  Speedup: end to end (tokens per engine second, prefill included); "
+                  f"ties: within {100 * final.outcome.band:.0f}%.")
         if a.replay:
             print(f"\n# replay at {a.replay:g}x the measured speed")
             for ev in replay(events, a.replay):

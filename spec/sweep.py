@@ -1,5 +1,6 @@
 """The domain sweep: races over many prompts, summed into the original release's table (method x domain:
-accept / tok/s / speedup vs greedy, with a lossless verdict per cell), updated after every prompt.
+accept / tok/s / speedup vs greedy, with a lossless verdict per cell), updated after every prompt. Its
+tok/s and speedup are the race's one measure (spec.outcome): end to end, tokens per engine second.
 
 One implementation for the app's sweep tab, its `/sweep` API and `python -m spec bench --sweep`; the
 per-prompt rows have the bench's schema, so the same summary (`summarise`) and cells (`grid`) serve both.
@@ -25,19 +26,23 @@ class SweepUpdate:
     domain: str  # of the prompt just raced
     rows: Any  # pandas: one row per prompt x engine (the bench's schema)
     table: Any  # pandas: method x domain summary (summarise)
+    stopped: bool = False  # Stop ended the sweep: rows and table hold the races that finished
 
 
 def race_rows(results: dict[str, GenResult], verdicts: dict[str, str], domain: str, prompt: int) -> list[dict]:
-    """One race's rows: per engine its tokens, rounds, committed tokens, decode tok/s and lossless verdict."""
+    """One race's rows: per engine its tokens, rounds, committed tokens, tok/s (end to end, the race's one
+    measure; decode-only as a detail) and lossless verdict."""
     return [{"domain": domain, "method": METHODS[n], "prompt": prompt, "tokens": len(r.token_ids),
-             "rounds": r.rounds, "committed": sum(r.accept_lengths), "tok_s": r.decode_tokens_per_sec,
-             "draft_share": 0.0, "lossless": verdicts.get(n, "baseline")} for n, r in results.items()]
+             "rounds": r.rounds, "committed": sum(r.accept_lengths), "tok_s": r.tokens_per_sec,
+             "decode_tok_s": r.decode_tokens_per_sec, "lossless": verdicts.get(n, "baseline")}
+            for n, r in results.items()]
 
 
 def sweep(race: Callable[[str, RaceSettings], Iterator[RaceEvent]], prompts: list[dict],
           settings: RaceSettings) -> Iterator[SweepUpdate]:
     """Race each {domain, prompt} in turn with `race` (Arena.race, or run_race bound to a target);
-    after each, the rows so far and their summary. A race that was stopped ends the sweep."""
+    after each, the rows so far and their summary. A race that was stopped ends the sweep with one more
+    update (stopped=True) that keeps the races that finished."""
     import pandas as pd
 
     if not prompts:
@@ -47,7 +52,10 @@ def sweep(race: Callable[[str, RaceSettings], Iterator[RaceEvent]], prompts: lis
         last = None
         for last in race(p["prompt"], settings):
             pass
-        if last is None or any(r.finish_reason == "stopped" for r in last.results.values()):
+        if last is None or last.kind != "finish" or last.outcome.stopped:
+            frame = pd.DataFrame(rows)
+            yield SweepUpdate(i, len(prompts), p["domain"], frame,
+                              summarise(frame, base="greedy") if rows else None, stopped=True)
             return
         rows += race_rows(last.results, last.verdicts, p["domain"], i)
         frame = pd.DataFrame(rows)
@@ -63,7 +71,7 @@ def summarise(runs: Any, base: str = "greedy (ours)") -> Any:
     out = pd.DataFrame({
         "accept": g["committed"].sum() / g["rounds"].sum().where(g["rounds"].sum() > 0),
         "tok/s": g["tok_s"].median(),
-        "draft % of verify": 100 * g["draft_share"].median(),
+        **({"draft % of verify": 100 * g["draft_share"].median()} if "draft_share" in runs else {}),
     }).reset_index()
     ref = out[out["method"] == base].set_index("domain")["tok/s"]
     out["speedup"] = out["tok/s"] / out["domain"].map(ref)

@@ -133,7 +133,7 @@ def test_browser_a_shared_server_refuses_switching_unless_allowed(browser, tiny_
             expect(page.locator("#target")).to_be_hidden()
             # a race's downloads and the API name no server path either
             page.fill("#prompt textarea", PROMPT)
-            box = page.locator("#max-new input[type=number]")
+            box = page.locator("#max-new-tokens input[type=number]")
             box.fill("12")
             box.press("Enter")
             page.click("#run")
@@ -171,14 +171,15 @@ def test_the_json_download_has_rounds_time_versions_and_no_paths(tiny_dir):
     from datetime import datetime, timezone
 
     from demo.export import save_results
-    from demo.stage import Choice, Stage, settings_of
+    from demo.knobs import settings_of
+    from demo.stage import Choice, Stage
     from demo.view import View
 
     stage = Stage()
     stage.load(Choice("custom", str(tiny_dir / "qwen3"), str(tiny_dir / "dspark-qwen3"),
                       str(tiny_dir / "dflash-qwen3")))
     try:
-        settings = settings_of(16, 0, 1, 0, 0, 0, 0, 0, True)
+        settings = settings_of({"max_new_tokens": 16, "dspark_cap": 0, "dflash_len": 0})
         view = View.for_arena(stage.arena, settings)
         for ev in stage.arena.race(PROMPT, settings):
             view.feed(ev)
@@ -211,11 +212,30 @@ def test_the_race_endpoint_has_a_typed_described_return(app):
     info = json.loads(fetch(app.url + "gradio_api/info"))["named_endpoints"]
     race = info["/race"]
     props = race["returns"][0]["type"]["properties"]
-    assert {"table", "texts", "verdicts", "finish_order", "winner", "models"} <= set(props)
+    assert {"headline", "table", "texts", "verdicts", "finish_order", "winner", "settings", "models"} <= set(props)
     assert props["verdicts"] == {"type": "object", "additionalProperties": {"type": "string"}}
-    assert "Returns the results table" in race["description"]
+    assert "Run one race to the end" in race["description"]
     stream = info["/race_stream"]["returns"][0]["type"]["properties"]
-    assert {"state", "lanes", "verdicts", "table"} <= set(stream)
+    assert {"state", "lanes", "result"} <= set(stream)
+    for name in ("/replay", "/sweep"):  # typed, not Any
+        assert info[name]["returns"][0]["type"].get("properties"), name
+    assert {"table", "prompts", "settings", "models", "versions", "timestamp"} <= set(
+        info["/sweep"]["returns"][0]["type"]["properties"])
+
+
+def test_every_api_parameter_is_named_and_described(app):
+    from demo.knobs import KNOBS
+
+    info = json.loads(fetch(app.url + "gradio_api/info"))["named_endpoints"]
+    for name in ("/race", "/race_stream", "/replay", "/sweep"):
+        params = {p["parameter_name"]: p for p in info[name]["parameters"]}
+        assert {k.name for k in KNOBS} <= set(params), name  # every setting the page has
+        for p in params.values():
+            assert p["label"] == p["parameter_name"], p
+            assert p["python_type"]["description"] and "provided in" not in p["python_type"]["description"], p
+    race = {p["parameter_name"]: p for p in info["/race"]["parameters"]}
+    assert race["dspark_cap"]["parameter_default"] == race["dflash_len"]["parameter_default"] == "auto"
+    assert "auto" in race["dspark_cap"]["python_type"]["description"]
 
 
 def test_the_api_refuses_more_tokens_than_the_page_allows(app):
@@ -242,9 +262,10 @@ def test_the_stream_endpoint_yields_updates_while_the_race_runs(app):
     assert walls == sorted(walls) and live[0]["wall_seconds"] < last["wall_seconds"]
     tokens = [sum(lane["tokens"] for lane in u["lanes"].values()) for u in updates]
     assert tokens == sorted(tokens) and tokens[0] < tokens[-1]
-    assert last["verdicts"] == {"dspark": "identical to greedy", "dflash": "identical to greedy"}
-    assert [row["engine"] for row in last["table"]] == ["dspark", "dflash", "greedy"]
-    assert len({lane["text"] for lane in last["lanes"].values()}) == 1 and last["winner"]["engine"]
+    assert last["result"]["verdicts"] == {"dspark": "identical to greedy", "dflash": "identical to greedy"}
+    assert sorted(row["engine"] for row in last["result"]["table"]) == ["dflash", "dspark", "greedy"]
+    assert len({lane["text"] for lane in last["lanes"].values()}) == 1 and last["result"]["headline"]
+    assert all(u["result"] is None for u in live)
 
 
 # -- helpers, without a server ---------------------------------------------------------------------

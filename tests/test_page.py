@@ -18,7 +18,8 @@ sys.path.insert(0, str(ROOT))
 from demo.lanes import Lane, meters_html  # noqa: E402
 from demo.notes import below_greedy_html  # noqa: E402
 from demo.view import View  # noqa: E402
-from test_app import PROMPT, STREAMING_JS, app, browser, opened, set_max_tokens, wait_done  # noqa: E402,F401
+from test_outcome import race, result  # noqa: E402
+from test_app import PROMPT, STREAMING_JS, app, artifacts, browser, opened, set_max_tokens, wait_done  # noqa: E402,F401
 
 LANE_IDS = ("dspark", "dflash", "greedy")
 
@@ -40,34 +41,49 @@ def fresh(page, url: str, tokens: int, prompt: str = PROMPT) -> None:
 
 # -- without a browser -----------------------------------------------------------------------------
 
-class Meter:
-    def __init__(self, tok_s: float, accept: float = 1.2):
-        self.tok_s, self.busy, self.rounds, self.mean_accept = tok_s, 1.0, 10, accept
-        self.tokens, self.clock, self.drafted, self.accept_lengths = 12, 1.0, [], [accept] * 10
+def finished(**finish: float) -> View:
+    """A finished view of hand-built results (finish times in engine seconds, 64 tokens each)."""
+    from spec.outcome import Outcome
 
-
-class Result:
-    def __init__(self, reason: str):
-        self.finish_reason, self.text = reason, ""
+    view = View({n: Lane(n) for n in finish}, state="finished")
+    view.outcome = Outcome.of(race(**finish))
+    for name, o in view.outcome.lanes.items():
+        view.lanes[name].outcome = o
+    return view
 
 
 def test_a_lane_cut_by_max_tokens_says_so():
+    from spec.outcome import Outcome
+
     lane = Lane("dflash")
-    lane.meter = Meter(10.0)
-    lane.finish(Result("length"))
+    lane.outcome = Outcome.of({"dflash": result("dflash", 2.0, reason="length")}).lanes["dflash"]
     assert "cut at max tokens" in meters_html("dflash", lane, 1.0)
-    lane.finish(Result("eos"))
+    lane.outcome = Outcome.of({"dflash": result("dflash", 2.0, reason="eos")}).lanes["dflash"]
     assert "cut at max tokens" not in meters_html("dflash", lane, 1.0)
+    lane.outcome = Outcome.of({"dflash": result("dflash", 2.0, reason="stopped")}).lanes["dflash"]
+    card = meters_html("dflash", lane, 1.0)
+    assert "stopped at" in card and "finished" not in card  # a stopped lane never says finished
 
 
 def test_a_head_slower_than_greedy_gets_a_note_at_the_end():
-    view = View({n: Lane(n) for n in LANE_IDS}, state="finished")
-    for name, tok_s in (("dspark", 12.0), ("dflash", 8.0), ("greedy", 10.0)):
-        view.lanes[name].meter = Meter(tok_s)
+    view = finished(dspark=2.5, dflash=3.75, greedy=3.0)
     note = below_greedy_html(view)
     assert "DFlash ×0.80" in note and "DSpark" not in note and "verif" in note
+    assert below_greedy_html(finished(dspark=2.5, dflash=3.05, greedy=3.0)) == ""  # a tie is not slower
     view.state = "racing"
     assert below_greedy_html(view) == ""
+
+
+def test_the_status_line_the_cards_and_the_table_tell_one_story():
+    from demo.status import status_html
+
+    view = finished(dspark=2.61, dflash=2.0, greedy=2.62)
+    line = status_html(view)
+    assert "DFlash wins: ×1.31 vs greedy, end to end." in line
+    assert "Finish: DFlash 2.00 s → DSpark 2.61 s = Greedy baseline 2.62 s" in line
+    cards = {n: meters_html(n, view.lanes[n], view.speedup(n)) for n in view.lanes}
+    assert ">1st<" in cards["dflash"] and ">=2nd<" in cards["dspark"] and ">=2nd<" in cards["greedy"]
+    assert "×1.31" in cards["dflash"] and "×1.00" in cards["dspark"]
 
 
 # -- in the browser --------------------------------------------------------------------------------
@@ -231,3 +247,142 @@ def test_run_is_off_and_stop_on_only_while_racing(app, browser):
         expect(page.locator("#errors .error-box")).to_contain_text("prompt is empty")
         expect(page.locator("#run")).to_be_enabled(timeout=10_000)
         expect(page.locator("#stop")).to_be_disabled()
+
+
+# -- the page never contradicts itself (issue 28) ----------------------------------------------------
+
+@pytest.mark.browser
+def test_a_replay_changes_no_number_on_the_page(app, browser):
+    from test_app import page_numbers
+
+    with opened(browser, "replay-failure.png", size=(1440, 900)) as page:
+        fresh(page, app.url, 40)
+        race_to_the_end(page)
+        before = page_numbers(page)
+        page.evaluate("() => document.querySelector('#status .status').classList.add('old')")
+        page.click("#replay")
+        page.wait_for_selector("#status .status.finished:not(.old)", timeout=60_000)
+        assert "(replayed)" in page.locator("#status").inner_text()
+        assert page_numbers(page) == before
+
+
+@pytest.mark.browser
+def test_a_tie_is_called_a_tie(app, browser):
+    """One new token after a long shared prefill: every lane ends at the prefill's time, a tie, said as one,
+    and every card shares first place (the page once crowned one lane and badged another)."""
+    with opened(browser, "tie-failure.png") as page:
+        fresh(page, app.url, 1, "count the words: " + "word " * 80)  # ~420 tokens of the tiny 512-token context
+        race_to_the_end(page)
+        status = page.locator("#status").inner_text()
+        assert "A tie: all three lanes within" in status and "wins" not in status, status
+        for name in LANE_IDS:
+            assert page.locator(f"#meters-{name} .place").inner_text() == "=1st"
+            assert page.locator(f"#meters-{name} .m .v").first.inner_text() == "–"  # no round: no accept length
+        assert "=1st" in page.locator("#table").inner_text()
+
+
+IN_VIEW_JS = """() => {
+  const r = s => document.querySelector(s).getBoundingClientRect();
+  const strip = [...document.querySelectorAll('#status .strip-lane')].map(e => e.getBoundingClientRect());
+  return {h: window.innerHeight, status: r('#status'), strip: strip.map(b => ({t: b.top, b: b.bottom})),
+          meters: ['dspark', 'dflash', 'greedy'].map(n => r(`#meters-${n}`)),
+          text: r('#text-dspark')};
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)])
+def test_the_race_is_in_view_after_run(app, browser, size):
+    """After Run the status line and its strip of the three lanes are on screen (sticky at the top); on a
+    wide screen the three lane cards and the start of their text are too, without scrolling."""
+    with opened(browser, f"in-view-{size[0]}-failure.png", size=size) as page:
+        fresh(page, app.url, 2000, "Tell me a long story.")
+        page.click("#run")
+        page.wait_for_function(STREAMING_JS, timeout=60_000, polling="raf")
+        page.wait_for_timeout(800)  # the smooth scroll
+        got = page.evaluate(IN_VIEW_JS)
+        assert 0 <= got["status"]["top"] and got["status"]["bottom"] <= got["h"], got
+        assert len(got["strip"]) == 3 and all(0 <= b["t"] and b["b"] <= got["h"] for b in got["strip"]), got
+        if size[0] > 1000:
+            assert all(0 <= m["top"] and m["bottom"] <= got["h"] for m in got["meters"]), got
+            assert got["text"]["top"] + 60 <= got["h"], got
+        page.screenshot(path=str(artifacts() / f"in-view-{size[0]}.png"))
+        page.evaluate("() => window.scrollBy(0, 600)")  # scrolled down the lanes: the strip stays in view
+        page.wait_for_timeout(300)
+        got = page.evaluate(IN_VIEW_JS)
+        assert all(0 <= b["t"] and b["b"] <= got["h"] for b in got["strip"]), got
+        page.click("#stop")
+        wait_done(page, "stopped", timeout=60_000)
+        for name in LANE_IDS:  # a stopped lane never says finished
+            card = page.locator(f"#meters-{name}").inner_text().lower()
+            assert "finished" not in card and "stopped" in card, card
+
+
+@pytest.mark.browser
+def test_the_sweep_stop_confirms_and_keeps_what_was_raced(app, browser):
+    from playwright.sync_api import expect
+
+    with opened(browser, "sweep-stop-failure.png") as page:
+        page.goto(app.url)
+        page.get_by_role("tab", name="Domain sweep").click()
+        expect(page.locator("#sweep-stop")).to_be_disabled()  # nothing runs: Stop is off
+        box = page.locator("#sweep-max-new input[type=number]")
+        box.fill("200")
+        box.press("Enter")
+        page.click("#sweep-run")
+        expect(page.locator("#sweep-run")).to_be_disabled()
+        expect(page.locator("#sweep-run")).to_have_text("Sweeping…")
+        page.wait_for_function("() => /Raced [1-5] of 6/.test(document.querySelector('#sweep-status').innerText)",
+                               timeout=90_000, polling="raf")
+        page.click("#sweep-stop")
+        expect(page.locator("#sweep-status")).to_contain_text(re.compile(r"Stopped after [1-5] of 6 prompts"),
+                                                              timeout=30_000)
+        expect(page.locator("#sweep-status .pulse")).to_have_count(0)
+        for ext in ("csv", "json"):  # the partial results, downloadable, named by the time they were run
+            expect(page.locator(f'#sweep-files a[href*="spec-arena-sweep-2"][href$=".{ext}"]')).to_be_attached()
+        expect(page.locator("#sweep-run")).to_be_enabled()
+        expect(page.locator("#sweep-stop")).to_be_disabled()
+        assert "chat" in page.locator("#sweep-table").inner_text()
+
+
+@pytest.mark.browser
+def test_rejected_input_leaves_no_traceback_or_warning(app, browser):
+    """Bad input gets one clear message and the server's log stays clean (it once logged two tracebacks per
+    rejected API call, and a warning per Shift+Enter)."""
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    mark = app.log.stat().st_size
+    c = Client(app.url, verbose=False)
+    for kwargs, why in (({"max_new_tokens": 5000}, "between 1 and 2048"), ({"dspark_cap": "soon"}, "auto"),
+                        ({"max_new_tokens": 0}, "between 1 and 2048")):
+        with pytest.raises(AppError, match=why):
+            c.predict(PROMPT, api_name="/race", **kwargs)
+    with pytest.raises(AppError, match="between 1 and 6"):
+        c.predict("chat", 0, api_name="/sweep")
+    with opened(browser) as page:
+        fresh(page, app.url, 4)
+        race_to_the_end(page, submit_with_keys=True)
+    log = app.log.read_text()[mark:]
+    assert "Traceback" not in log and "Warning" not in log, log
+
+
+@pytest.mark.browser
+def test_the_api_runs_what_the_page_runs(app, browser):
+    """The page's defaults (Auto draft length on) and the API's are the same settings, echoed in both
+    results, with the same table columns."""
+    import json
+    import urllib.request
+
+    from gradio_client import Client
+
+    with opened(browser) as page:
+        fresh(page, app.url, 12)
+        race_to_the_end(page)
+        href = page.locator('#files a[href$=".json"]').get_attribute("href")
+        columns = page.locator("#table thead th").all_inner_texts()
+    with urllib.request.urlopen(href if href.startswith("http") else app.url.rstrip("/") + href) as r:
+        doc = json.loads(r.read())
+    out = Client(app.url, verbose=False).predict(PROMPT, 12, api_name="/race")
+    assert out["settings"] == doc["settings"] and doc["settings"]["dflash_len"] == "auto"
+    assert [c.strip() for c in columns if c.strip()] == out["columns"]

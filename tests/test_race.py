@@ -42,8 +42,10 @@ def test_race_streams_all_engines_and_is_lossless(arena):
         assert len(res.token_ids) == 20 or res.finish_reason == "eos"
         streamed = "".join(e.round.text for e in rounds if e.engine == name)
         assert streamed == res.text
-    table = results_table(end.results, end.verdicts)
-    assert list(table["engine"]) == ["dspark", "dflash", "greedy"] and table["speedup"].iloc[-1] == 1.0
+    table = results_table(end.outcome, end.verdicts)
+    assert sorted(table["engine"]) == ["dflash", "dspark", "greedy"]
+    assert table.set_index("engine").loc["greedy", "speedup"] == 1.0
+    assert list(table["engine"]) == [o.engine for o in end.outcome.order]  # fastest first
 
 
 def test_stop_within_a_round_then_same_as_fresh(arena, tiny_dir):
@@ -232,6 +234,28 @@ def test_replay_shows_each_round_when_its_own_engine_reached_it(arena):
         assert "".join(ev.round.text for ev in out if ev.kind == "round" and ev.engine == name) == res.text
     with pytest.raises(SpecError, match="nothing to replay"):
         list(replay(events[:2]))
+
+
+def test_a_replay_changes_no_number(arena):
+    """The replay is the record played again: every event's meters, race clock and the outcome (places,
+    speedups, headline) are the race's own; only the wall time is new."""
+    from spec.race import replay
+
+    events = final(arena.race("Tell me about lakes.", RaceSettings(max_new_tokens=24)))
+    now = [0.0]
+    out = list(replay(events, speed=3.0, sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0]))
+    ours = [e for e in events if e.kind in ("round", "done")]
+    played = [e for e in out if e.kind in ("round", "done")]
+    key = lambda e: (e.engine, e.kind, e.round.index if e.round else -1)  # noqa: E731
+    assert sorted(map(key, ours)) == sorted(map(key, played))
+    by_key = {key(e): e for e in ours}
+    for ev in played:
+        was = by_key[key(ev)]
+        assert (ev.meter.tokens, ev.meter.clock, ev.meter.mean_accept, ev.meter.e2e_tok_s, ev.clock) == (
+            was.meter.tokens, was.meter.clock, was.meter.mean_accept, was.meter.e2e_tok_s, was.clock)
+    assert out[-1].outcome is events[-1].outcome and out[-1].clock == events[-1].clock
+    done = {e.engine: e.meter.clock for e in played if e.kind == "done"}
+    assert done == {n: pytest.approx(o.finish_seconds) for n, o in events[-1].outcome.lanes.items()}
 
 
 SCRIPT = """

@@ -1,0 +1,158 @@
+"""The race's knobs, ONE table: the page's sliders and checkboxes, the settings a race runs with, and the
+API's parameters (names, types, defaults, descriptions) are all built from it, so the page and the API
+offer the same things with the same limits and the same defaults (draft lengths: auto)."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import gradio as gr
+
+from spec.target import SpecError
+
+MAX_NEW_TOKENS = 2048  # the page's slider and the API's limit
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str  # the RaceSettings field and the API parameter
+    label: str  # the page's (short: a long one wraps into a tall pill)
+    info: str  # the page's help line; with `api`, the API's description
+    default: Any
+    lo: float | None = None
+    hi: float | None = None
+    step: float | None = None
+    api: str = ""  # the API's description when it differs from `info`
+
+
+KNOBS = (
+    Knob("max_new_tokens", "Max new tokens", f"1 to {MAX_NEW_TOKENS}", 128, 1, MAX_NEW_TOKENS, 1),
+    Knob("temperature", "Temperature", "0 = greedy; above 0 every lane samples", 0.0, 0, 2, 0.05),
+    Knob("top_p", "Top-p", "1 = off", 1.0, 0.05, 1, 0.01),
+    Knob("top_k", "Top-k", "0 = off", 0, 0, 200, 1),
+    Knob("seed", "Seed", "the sampling seed (T > 0)", 0),
+    Knob("dspark_cap", "DSpark cap", "drafts per round; 0 = the head's block", AUTO, 0, 16, 1,
+         api="'auto' (the page's default: chosen every round from measured costs and acceptance) or a number "
+             "of drafts per round, 0 = the head's block"),
+    Knob("dspark_threshold", "DSpark confidence cut", "0 = off; cuts a draft where the head's confidence falls "
+         "below it", 0.0, 0, 0.95, 0.05),
+    Knob("dflash_len", "DFlash draft length", "drafts per round; 0 = the full block", AUTO, 0, 16, 1,
+         api="'auto' (the page's default) or a number of drafts per round, 0 = the full block"),
+    Knob("baseline", "Greedy baseline lane", "the target alone, the reference of every speedup", True),
+    Knob("thinking", "Let the model think", "the chat template's enable_thinking (Qwen3's <think>)", False),
+)
+BY_NAME = {k.name: k for k in KNOBS}
+DRAFT_KNOBS = ("dspark_cap", "dflash_len")  # "auto" or a number: the page's Auto box and a slider each
+
+
+def settings_of(values: dict[str, Any]) -> Any:
+    """RaceSettings from knob values (missing ones: their defaults), checked as the page checks them."""
+    from spec.engine import draft_length
+    from spec.race import RaceSettings
+
+    v = {k.name: values.get(k.name, k.default) for k in KNOBS}
+    try:
+        tokens = int(v["max_new_tokens"])
+    except (TypeError, ValueError):
+        raise SpecError(f"max_new_tokens must be a whole number, not {v['max_new_tokens']!r}") from None
+    if not 1 <= tokens <= MAX_NEW_TOKENS:
+        raise SpecError(f"max_new_tokens must be between 1 and {MAX_NEW_TOKENS} (it was {tokens})")
+    return RaceSettings(max_new_tokens=tokens, temperature=float(v["temperature"]), top_p=float(v["top_p"]),
+                        top_k=int(v["top_k"]), seed=int(v["seed"] or 0),
+                        dspark_cap=draft_length(v["dspark_cap"]), dspark_threshold=float(v["dspark_threshold"]),
+                        dflash_len=draft_length(v["dflash_len"]), baseline=bool(v["baseline"]),
+                        thinking=bool(v["thinking"]))
+
+
+def echo(settings: Any) -> dict[str, Any]:
+    """The settings a race ran with, as results and downloads echo them."""
+    return asdict(settings)
+
+
+# -- the page --------------------------------------------------------------------------------------
+
+def page_controls(cap_max: int, len_max: int) -> tuple[gr.Checkbox, dict[str, gr.components.Component]]:
+    """The Settings' controls, in the table's order: (the Auto box, {knob name: component})."""
+    out: dict[str, Any] = {}
+    auto = None
+    with gr.Row(elem_classes=["knobs"]):
+        for k in KNOBS[:5]:
+            out[k.name] = control(k)
+    with gr.Row(elem_classes=["knobs"]):
+        auto = gr.Checkbox(True, label="Auto draft length", info="chosen every round from measured costs and "
+                           "acceptance; off: the fixed lengths beside it", elem_id="auto-length")
+        for k in KNOBS[5:]:
+            hi = {"dspark_cap": cap_max, "dflash_len": len_max}.get(k.name)
+            out[k.name] = control(k, hi, interactive=k.name not in DRAFT_KNOBS)
+    return auto, out
+
+
+def control(k: Knob, hi: float | None = None, interactive: bool = True) -> Any:
+    eid = k.name.replace("_", "-")
+    if isinstance(k.default, bool):
+        return gr.Checkbox(k.default, label=k.label, info=k.info, elem_id=eid)
+    if k.lo is None:
+        return gr.Number(k.default, precision=0, label=k.label, info=k.info, elem_id=eid)
+    value = 0 if k.default == AUTO else k.default
+    return gr.Slider(k.lo, hi if hi is not None else k.hi, value=value, step=k.step, label=k.label, info=k.info,
+                     elem_id=eid, interactive=interactive)
+
+
+def page_values(data: dict, auto: Any, controls: dict[str, Any]) -> dict[str, Any]:
+    """The page's control values (an event's inputs given as a set: {component: value}) as knob values;
+    the Auto box on: both draft lengths auto."""
+    out = {name: data[c] for name, c in controls.items()}
+    if data[auto]:
+        out.update({n: AUTO for n in DRAFT_KNOBS})
+    return out
+
+
+def fixed_lengths(auto: bool) -> tuple:
+    """The fixed-length sliders are live only while Auto is off (they look it, too)."""
+    return tuple(gr.Slider(interactive=not auto) for _ in DRAFT_KNOBS)
+
+
+# -- the API ---------------------------------------------------------------------------------------
+
+def api_type(k: Knob) -> type:
+    return str if k.default == AUTO else type(k.default)
+
+
+def described(fn: Callable, params: list[tuple[str, type, Any, str]], doc: str, returns: Any) -> Callable:
+    """`fn(**named values)` as an endpoint Gradio can type and describe: a signature of `params` (name,
+    type, default or inspect.Parameter.empty, description) and a docstring whose Args lines Gradio reads."""
+    sig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d, annotation=t)
+                             for n, t, d, _ in params], return_annotation=returns)
+
+    if inspect.isgeneratorfunction(fn):
+        def endpoint(*args: Any, **kwargs: Any) -> Any:
+            yield from fn(**bound(sig, args, kwargs))
+    else:
+        def endpoint(*args: Any, **kwargs: Any) -> Any:
+            return fn(**bound(sig, args, kwargs))
+    endpoint.__signature__ = sig  # type: ignore[attr-defined]
+    endpoint.__annotations__ = {n: t for n, t, _, _ in params} | {"return": returns}
+    endpoint.__doc__ = doc + "\n\nArgs:\n" + "\n".join(f"    {n}: {d}" for n, _, _, d in params)
+    endpoint.__name__ = fn.__name__
+    return endpoint
+
+
+def bound(sig: inspect.Signature, args: tuple, kwargs: dict) -> dict[str, Any]:
+    b = sig.bind(*args, **kwargs)
+    b.apply_defaults()
+    return dict(b.arguments)
+
+
+def knob_params() -> list[tuple[str, type, Any, str]]:
+    return [(k.name, api_type(k), k.default, k.api or k.info) for k in KNOBS]
+
+
+def name_api_inputs(demo: gr.Blocks, api_name: str, params: list[tuple[str, type, Any, str]]) -> None:
+    """gr.api labels its inputs '1st', '2nd', ... with no description: give each its name and its line."""
+    fn = next(f for f in demo.fns.values() if f.api_name == api_name)
+    for comp, (name, _, _, desc) in zip(fn.inputs, params):
+        comp.label = name
+        comp._api_info = {**comp._api_info, "additional_description": desc}
