@@ -49,7 +49,7 @@ from demo.lanes import LANES, esc  # noqa: E402
 from demo.stage import Choice, Stage, describe, examples, preset_choices, preset_note  # noqa: E402
 from demo.status import error_html  # noqa: E402
 from demo.sweep_tab import busy, run_sweep, sweep_tab  # noqa: E402
-from demo.view import DRAFTS, PLOT_ROUNDS, View, empty_table, idle_lanes, readable  # noqa: E402
+from demo.view import DRAFTS, PLOT_ROUNDS, TABLE_COLUMNS, View, empty_table, idle_lanes, readable  # noqa: E402
 from spec.target import SpecError  # noqa: E402
 
 DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}
@@ -267,7 +267,8 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 gr.HTML(plot_legend(), elem_id="plot-legend")  # the chart's own legend ran off a phone's edge
                 table = gr.DataFrame(empty_table(), label="Results, fastest first (speedup and tok/s: end to end, "
                                      "tokens per engine second; decode-only figures as details)",
-                                     interactive=False, wrap=True, elem_id="table")
+                                     interactive=False, wrap=True, elem_id="table",
+                                     column_widths=[f"{w}px" for w in TABLE_COLUMNS.values()])
                 files = gr.File(label="Download the results (CSV, JSON)", file_count="multiple", interactive=False,
                                 elem_id="files", visible=False)
             with gr.Tab("Domain sweep", elem_id="sweep-tab"):

@@ -37,7 +37,7 @@ KNOBS = (
     Knob("dspark_cap", "DSpark cap", "drafts per round; 0 = the head's block", AUTO, 0, 16, 1,
          api="'auto' (the page's default: chosen every round from measured costs and acceptance) or a number "
              "of drafts per round, 0 = the head's block"),
-    Knob("dspark_threshold", "DSpark confidence cut", "0 = off; cuts a draft where the head's confidence falls "
+    Knob("dspark_threshold", "DSpark confidence", "0 = off; cuts a draft where the head's confidence falls "
          "below it", 0.0, 0, 0.95, 0.05),
     Knob("dflash_len", "DFlash draft length", "drafts per round; 0 = the full block", AUTO, 0, 16, 1,
          api="'auto' (the page's default) or a number of drafts per round, 0 = the full block"),

@@ -88,7 +88,7 @@ def meters_html(name: str, lane: Lane | None, speedup: float | None, absent: str
     else:
         accept = m.mean_accept if m and m.rounds else None
         tok_s, tokens = (m.e2e_tok_s if m and m.clock else None), (m.tokens if m else 0)
-        clock, ended = (m.clock if m else None), "engine s"
+        clock, ended = (m.clock if m else None), "finished at" if lane.done else "engine s"
     cells = [
         (fmt(accept), "accept length", "tokens committed per target forward (the target's own token included)"),
         (fmt(tok_s, 1), "tok/s", "tokens per engine second, prefill included"),
@@ -108,9 +108,9 @@ def meters_html(name: str, lane: Lane | None, speedup: float | None, absent: str
     if o is not None and o.status != "finished":
         badges += f'<span class="cut {o.status.split()[0]}" title="how this lane ended">{esc(o.status)}</span>'
     if o is not None and o.place is not None:
-        tie = " tie" if o.tied else ""
-        badges = (f'<span class="place p{o.place}{tie}" title="{"a tie: within the race&#39;s noise band" if tie else ""}">'
-                  f'{"=" if o.tied else ""}{ordinal(o.place)}</span>' + badges)
+        tie, why = (" tie", "a tie: within the race&#39;s noise band") if o.tied else ("", "")
+        badges = (f'<span class="place p{o.place}{tie}" title="{why}">{"=" if o.tied else ""}{ordinal(o.place)}</span>'
+                  + badges)
     return (f'<div class="lane-card {name}">{head}<div class="meters">{body}</div>'
             f'<div class="badges">{badges}</div></div>')
 

@@ -72,14 +72,18 @@ def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_n
     """Race each prompt on the served arena; after each, the table, the bars and the files so far."""
     from spec.sweep import grid, sweep
 
-    arena = stage.arena
+    arena, sid = stage.arena, request.session_hash if request else None
+    if sid in stage.cancelled:  # Stop pressed while this sweep waited in the queue
+        stage.cancelled.discard(sid)
+        yield status_html("Stopped before it started.", "stopped"), gr.skip(), gr.skip(), gr.skip()
+        return
     try:
         if arena is None:
             raise SpecError(stage.error or "no model is loaded: pick a preset in Settings")
         prompts = sweep_prompts(domains, per_domain, own)
         settings = settings_of({**values, "max_new_tokens": max_new})
         yield status_html(f"Racing 1 of {len(prompts)}…", "racing"), gr.skip(), gr.skip(), gr.skip()
-        stage.owner = request.session_hash if request else None
+        stage.owner = sid
         when = datetime.now(timezone.utc)
         for upd in sweep(arena.race, prompts, settings):
             done = upd.done == upd.total
@@ -100,7 +104,7 @@ def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_n
     except Exception as e:  # one readable line in the tab; the server keeps serving
         yield status_html(stage.tell(e), "error"), gr.skip(), gr.skip(), gr.skip()
     finally:
-        if request is not None and stage.owner == request.session_hash:
+        if sid is not None and stage.owner == sid:
             stage.owner = None
 
 

@@ -250,7 +250,8 @@ def results_table(outcome: Outcome, verdicts: dict[str, str]) -> "Any":
     rows = []
     for o in outcome.order:
         rows.append({
-            "place": place_label(o), "engine": "plain sampling" if outcome.sampled and o.engine == "greedy" else o.engine,
+            "place": place_label(o),
+            "engine": "plain sampling" if outcome.sampled and o.engine == "greedy" else o.engine,
             "speedup": rnd(o.speedup, 2),
             "tok/s": round(o.tok_s, 1), "mean accept": rnd(o.mean_accept, 2), "tokens": o.tokens,
             "rounds": o.rounds, "finish s": round(o.finish_seconds, 2), "status": o.status,
@@ -489,7 +490,8 @@ def main(argv: list[str]) -> int:
             print(f"\n# replay at {a.replay:g}x the measured speed")
             for ev in replay(events, a.replay):
                 if ev.kind == "round":
-                    print(f"{ev.wall:7.2f} s  {ev.engine:<6} {ev.meter.tokens:4d} tokens  {ev.round.text!r}", flush=True)
+                    print(f"{ev.wall:7.2f} s  {ev.engine:<6} {ev.meter.tokens:4d} tokens  {ev.round.text!r}",
+                          flush=True)
                 elif ev.kind == "done":
                     print(f"{ev.wall:7.2f} s  {ev.engine} finished", flush=True)
     finally:

@@ -44,7 +44,8 @@ def test_a_difference_inside_the_band_is_a_tie_and_said_as_one():
     assert list(results_table(out, {})["place"]) == ["1st", "=2nd", "=2nd"]
     top = Outcome.of(race(dspark=2.60, dflash=2.62, greedy=2.61))
     assert top.winner is None and {o.place for o in top.order} == {1}
-    assert top.headline() == f"A tie: all three lanes within {100 * TIE_FLOOR:.0f}% of each other (this race's noise band)."
+    assert top.headline() == (f"A tie: all three lanes within {100 * TIE_FLOOR:.0f}% of each other "
+                              "(this race's noise band).")
     two = Outcome.of(race(dspark=2.0, dflash=2.02, greedy=3.0))
     assert two.headline().startswith("A tie: DSpark and DFlash within")
     assert two.lanes["greedy"].place == 3  # the lanes ahead of it count, tie or not
@@ -53,7 +54,8 @@ def test_a_difference_inside_the_band_is_a_tie_and_said_as_one():
 def test_greedy_winning_says_speculation_did_not_pay():
     out = Outcome.of(race(dspark=3.5, dflash=4.0, greedy=3.0))
     assert out.winner == "greedy"
-    assert out.headline() == "Greedy baseline wins: speculation did not pay on this prompt (DSpark ×0.86, DFlash ×0.75)."
+    assert out.headline() == ("Greedy baseline wins: speculation did not pay on this prompt "
+                              "(DSpark ×0.86, DFlash ×0.75).")
 
 
 def test_a_stopped_race_has_no_places_and_its_lanes_say_stopped():
