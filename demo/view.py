@@ -149,7 +149,7 @@ class View:
 
 TABLE_COLUMNS = {"place": 64, "engine": 96, "speedup": 84, "tok/s": 72, "mean accept": 84, "tokens": 72, "rounds": 72,
                  "finish s": 92, "status": 150, "lossless (vs greedy)": 210, "decode tok/s": 96, "decode speedup": 104,
-                 "prefill s": 80}  # px: wide enough that a header never breaks inside a word
+                 "prefill s": 80, "prompt tokens": 100}  # px: wide enough that a header never breaks inside a word
 
 
 def empty_table() -> pd.DataFrame:

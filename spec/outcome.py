@@ -36,6 +36,7 @@ class LaneOutcome:
     tokens: int
     rounds: int
     mean_accept: float | None  # tokens committed per target forward; None without a decode round
+    prompt_tokens: int
     prefill_seconds: float
     finish_seconds: float  # engine seconds at its end: prefill + decode (its place on the race clock)
     tok_s: float  # end to end: tokens per engine second
@@ -69,7 +70,8 @@ class Outcome:
             r = results[name]
             rows[name] = dict(
                 engine=name, tokens=len(r.token_ids), rounds=r.rounds,
-                mean_accept=r.mean_accept if r.rounds else None, prefill_seconds=r.prefill_seconds,
+                mean_accept=r.mean_accept if r.rounds else None, prompt_tokens=r.prompt_tokens,
+                prefill_seconds=r.prefill_seconds,
                 finish_seconds=r.prefill_seconds + r.decode_seconds, tok_s=r.tokens_per_sec,
                 decode_tok_s=r.decode_tokens_per_sec,
                 speedup=ratio(r.tokens_per_sec, base.tokens_per_sec) if base else None,

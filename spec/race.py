@@ -258,7 +258,7 @@ def results_table(outcome: Outcome, verdicts: dict[str, str]) -> "Any":
             "vs plain sampling" if outcome.sampled else "lossless (vs greedy)":
                 verdicts.get(o.engine, "its own sample" if outcome.sampled else "reference"),
             "decode tok/s": round(o.decode_tok_s, 1), "decode speedup": rnd(o.decode_speedup, 2),
-            "prefill s": round(o.prefill_seconds, 3),
+            "prefill s": round(o.prefill_seconds, 3), "prompt tokens": o.prompt_tokens,
         })
     return pd.DataFrame(rows)
 

@@ -428,7 +428,7 @@ def test_browser_domain_sweep_fills_every_domain(app, browser):
             assert word in table
         assert table.count("x ✓") == 6  # both heads, three domains, each cell lossless
         for ext in ("csv", "json"):
-            expect(page.locator(f'#sweep-files a[href$="spec-arena-sweep.{ext}"]')).to_be_attached()
+            expect(page.locator(f'#sweep-files a[href*="spec-arena-sweep-"][href$=".{ext}"]')).to_be_attached()
         page.screenshot(path=str(artifacts() / "app-tiny-sweep.png"), full_page=True)
 
 

@@ -77,7 +77,7 @@ def test_sampled_verdicts_are_computed_and_the_third_lane_is_plain_sampling(brow
     with page_of(browser, app.url, "app-sampled-failure.png") as page:
         page.fill("#prompt textarea", "Write a haiku about rain.")
         open_settings(page)
-        set_slider(page, "max-new", 24)
+        set_slider(page, "max-new-tokens", 24)
         set_slider(page, "temperature", 1.5)
         set_slider(page, "top-k", 1)
         page.click("#run")
