@@ -130,7 +130,6 @@ def lane_update(view: Any, name: str) -> LaneUpdate:
 
 PROMPT = ("prompt", str, inspect.Parameter.empty, "the user's message (the chat template is applied)")
 SPEED = ("speed", float, 1.0, "1 = as fast as the engines ran, 2 = twice as fast")
-ERR = dict(print_exception=False)
 
 
 def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
@@ -148,7 +147,7 @@ def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
             events.append(ev)
             if ev.kind not in KNOWN:
                 continue
-            view = view or View.for_arena(stage.arena, settings_of(values))
+            view = view or View.for_arena(stage.arena, ev.settings)  # the first event read is "start"
             view.feed(ev)
             since += ev.kind == "round"
             if ev.kind in ("done", "finish") or since >= ROUNDS_PER_UPDATE:
@@ -174,7 +173,7 @@ def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
                     yield ReplayUpdate(wall=round(ev.wall, 3), engine=None, tokens=0, text="",
                                        result=race_result(events, stage.names()))
         except SpecError as e:
-            raise gr.Error(str(e), **ERR) from None
+            raise gr.Error(str(e), print_exception=False) from None
 
     def sweep(domains: str = "chat,code,math", per_domain: int = 2, prompts: str = "",
               **values: Any) -> SweepResult:

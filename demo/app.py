@@ -44,7 +44,7 @@ from demo.controls import IN_VIEW_JS, RUN_LABEL, SUBMIT_HINT, armed, released  #
 from demo.download import download_question, to_download  # noqa: E402
 from demo.exposure import REFUSED, Exposure  # noqa: E402
 from demo.export import save_results  # noqa: E402
-from demo.knobs import fixed_lengths, page_controls, page_values, settings_of  # noqa: E402
+from demo.knobs import DRAFT_KNOBS, fixed_lengths, page_controls, page_values, settings_of  # noqa: E402
 from demo.lanes import LANES, esc  # noqa: E402
 from demo.stage import Choice, Stage, describe, examples, preset_choices, preset_note  # noqa: E402
 from demo.status import error_html  # noqa: E402
@@ -229,8 +229,8 @@ def build_demo(stage: Stage) -> gr.Blocks:
                     dspark_id = gr.Textbox(c.dspark or "", label="DSpark head", elem_id="dspark")
                     dflash_id = gr.Textbox(c.dflash or "", label="DFlash head", elem_id="dflash")
             auto_length, controls = page_controls(*block_sizes(stage))
-            auto_length.change(fixed_lengths, auto_length, [controls["dspark_cap"], controls["dflash_len"]],
-                               queue=False, api_visibility="private")
+            auto_length.change(fixed_lengths, auto_length, [controls[n] for n in DRAFT_KNOBS], queue=False,
+                               api_visibility="private")
         with gr.Tabs(elem_id="modes"):
             with gr.Tab("Race", elem_id="race-tab"):
                 with gr.Row(equal_height=False):
@@ -299,7 +299,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
 
         load_in = [preset, target_id, dspark_id, dflash_id]
         load_out = [header, errors, load_errors, preset, custom_box, note, confirm_box, confirm_md, load_btn,
-                    controls["dspark_cap"], controls["dflash_len"], *lane_out]
+                    *(controls[n] for n in DRAFT_KNOBS), *lane_out]
         load_args = dict(concurrency_id="arena", concurrency_limit=1, show_progress="full",
                          show_progress_on=[header], **private)
         preset.input(on_preset, preset, [custom_box, note], queue=False, **private).then(

@@ -44,7 +44,6 @@ KNOBS = (
     Knob("baseline", "Greedy baseline lane", "the target alone, the reference of every speedup", True),
     Knob("thinking", "Let the model think", "the chat template's enable_thinking (Qwen3's <think>)", False),
 )
-BY_NAME = {k.name: k for k in KNOBS}
 DRAFT_KNOBS = ("dspark_cap", "dflash_len")  # "auto" or a number: the page's Auto box and a slider each
 
 

@@ -35,7 +35,6 @@ class Lane:
         self.spans: list[list[str]] = []  # [kind, text]
         self.text = ""
         self.meter: Any = None
-        self.result: Any = None
         self.verdict = ""
         self.done = False
         self.outcome: Any = None  # spec.outcome.LaneOutcome once the race is over: the numbers its card shows
@@ -47,7 +46,7 @@ class Lane:
 
     def finish(self, result: Any) -> None:
         """Done: a stopped generation flushes what its detokenizer held back."""
-        self.result, self.done = result, True
+        self.done = True
         if result.text.startswith(self.text):
             self._append("own", result.text[len(self.text):])
 
@@ -109,14 +108,9 @@ def meters_html(name: str, lane: Lane | None, speedup: float | None, absent: str
         badges += f'<span class="cut {o.status.split()[0]}" title="how this lane ended">{esc(o.status)}</span>'
     if o is not None and o.place is not None:
         tie, why = (" tie", "a tie: within the race&#39;s noise band") if o.tied else ("", "")
-        badges = (f'<span class="place p{o.place}{tie}" title="{why}">{"=" if o.tied else ""}{ordinal(o.place)}</span>'
-                  + badges)
+        badges = f'<span class="place p{o.place}{tie}" title="{why}">{o.place_text}</span>' + badges
     return (f'<div class="lane-card {name}">{head}<div class="meters">{body}</div>'
             f'<div class="badges">{badges}</div></div>')
-
-
-def ordinal(n: int) -> str:
-    return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
 
 
 def text_html(name: str, lane: Lane | None, idle: bool = False) -> str:

@@ -27,7 +27,6 @@ class View:
     wall: float = 0.0
     clock: float = 0.0  # the race clock: engine seconds
     state: str = "waiting"  # waiting | racing | finished | stopped
-    done_at: dict[str, float] = field(default_factory=dict)  # engine -> its end on the race clock, as lanes end
     outcome: Any = None  # spec.outcome.Outcome, at the finish: every number the finished page shows
     max_new_tokens: int = 0  # the progress strip's full bar
     replay: bool = False  # a recorded race played again at measured speed
@@ -76,7 +75,6 @@ class View:
         elif ev.kind == "done":
             self.lanes[ev.engine].meter = ev.meter
             self.lanes[ev.engine].finish(ev.result)
-            self.done_at[ev.engine] = ev.meter.clock
         elif ev.kind == "finish":
             from spec.race import results_table
 

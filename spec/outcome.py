@@ -48,6 +48,13 @@ class LaneOutcome:
     tied: bool  # shares its place with another lane
 
     @property
+    def place_text(self) -> str:
+        """'1st', '=1st' for a shared place, '–' in a stopped race."""
+        if self.place is None:
+            return "–"
+        return ("=" if self.tied else "") + {1: "1st", 2: "2nd", 3: "3rd"}.get(self.place, f"{self.place}th")
+
+    @property
     def ended(self) -> str:
         """How its card labels its last engine time: 'finished at' or 'stopped at'."""
         return "stopped at" if self.status == "stopped" else "finished at"

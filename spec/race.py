@@ -250,7 +250,7 @@ def results_table(outcome: Outcome, verdicts: dict[str, str]) -> "Any":
     rows = []
     for o in outcome.order:
         rows.append({
-            "place": place_label(o),
+            "place": o.place_text,
             "engine": "plain sampling" if outcome.sampled and o.engine == "greedy" else o.engine,
             "speedup": rnd(o.speedup, 2),
             "tok/s": round(o.tok_s, 1), "mean accept": rnd(o.mean_accept, 2), "tokens": o.tokens,
@@ -261,13 +261,6 @@ def results_table(outcome: Outcome, verdicts: dict[str, str]) -> "Any":
             "prefill s": round(o.prefill_seconds, 3), "prompt tokens": o.prompt_tokens,
         })
     return pd.DataFrame(rows)
-
-
-def place_label(o: Any) -> str:
-    """'1st', '=1st' for a shared place, '–' for a stopped race."""
-    if o.place is None:
-        return "–"
-    return ("=" if o.tied else "") + {1: "1st", 2: "2nd", 3: "3rd"}.get(o.place, f"{o.place}th")
 
 
 def rnd(x: float | None, digits: int) -> float | None:

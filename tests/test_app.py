@@ -200,7 +200,9 @@ def test_the_race_endpoint_names_the_order_and_the_winner(app):
     assert [p["place"] for p in order] == sorted(p["place"] for p in order) and order[0]["place"] == 1
     assert out["winner"] in ("dspark", "dflash", "greedy", None) and out["headline"]
     speedups = {row["engine"]: row["speedup"] for row in out["table"]}
-    assert speedups["greedy"] == 1.0 and {p["engine"]: round(p["speedup"], 2) for p in order} == speedups
+    assert speedups["greedy"] == 1.0
+    for p in order:  # the same speedup: the API gives 3 digits, the table 2 (0.8849 -> 0.885 vs 0.88)
+        assert p["speedup"] == pytest.approx(speedups[p["engine"]], abs=0.0051)
     assert out["race_clock_seconds"] == pytest.approx(max(p["finish_seconds"] for p in order), abs=2e-3)
     assert out["settings"]["dspark_cap"] == out["settings"]["dflash_len"] == "auto"  # the page's default
 
