@@ -480,6 +480,3 @@ def streaming_detokenizer(tokenizer: Any) -> StreamingDetokenizer:
         return tokenizer.detokenizer
     return NaiveStreamingDetokenizer(tokenizer)
 
-
-def greedy_engine(target: Target, sampling: Sampling = Sampling()) -> Engine:
-    return Engine(target, None, sampling=sampling, name="greedy")
