@@ -86,7 +86,7 @@ class SweepResult(TypedDict):
 def race_events(stage: Any, prompt: str, knobs: dict[str, Any]) -> Iterator[Any]:
     """The served arena's race events; bad input and failures become one readable gr.Error (no
     traceback in the server's log: the message is the whole story)."""
-    from spec.target import SpecError
+    from spec.errors import SpecError
 
     arena = stage.arena
     if arena is None:
@@ -102,7 +102,7 @@ def race_events(stage: Any, prompt: str, knobs: dict[str, Any]) -> Iterator[Any]
 
 def race_result(events: list, models: dict[str, str]) -> RaceResult:
     """A finished race's record as the API gives it: every number from its outcome (spec.outcome)."""
-    from spec.race import results_table
+    from spec.report import results_table
 
     final, start = events[-1], events[0]
     out = final.outcome
@@ -158,8 +158,8 @@ def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
                                    result=race_result(events, stage.names()) if ev.kind == "finish" else None)
 
     def replay(prompt: str, speed: float = 1.0, **values: Any) -> Iterator[ReplayUpdate]:
+        from spec.errors import SpecError
         from spec.race import replay as replayed
-        from spec.target import SpecError
 
         events = list(race_events(stage, prompt, values))
         texts: dict[str, str] = {}

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from spec.target import HEAD_FILES, TARGET_FILES
+from spec.hub import HEAD_FILES, TARGET_FILES
 
 
 def hub_refs(choice: Any) -> dict[str, str]:

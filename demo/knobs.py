@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import gradio as gr
 
-from spec.target import SpecError
+from spec.errors import SpecError
 
 MAX_NEW_TOKENS = 2048  # the page's slider and the API's limit
 AUTO = "auto"

@@ -1,16 +1,20 @@
-"""The arena a server races on (one target and its heads, loaded from a preset or custom ids), and the
+"""The arena a server races on (one target and its heads, loaded from a preset or custom ids), its
+preparation on a first start (the steps the page shows while the server already answers), and the
 header chips that say what is loaded and where it runs."""
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from demo.exposure import Exposure
 from demo.lanes import esc
-from spec.target import SpecError
+from spec.errors import SpecError
+from spec.progress import Console, Progress, quiet
 
 CUSTOM_LABEL = "custom: your own target and heads"
 PROMPTS = Path(__file__).resolve().parents[1] / "assets" / "prompts"
@@ -37,6 +41,19 @@ class Choice:
 
 
 @dataclass
+class Preparation:
+    """A load in the background, step by step as spec reports them (converting the pocket target,
+    loading it, calibrating each head), for the page to show while the server already answers."""
+
+    label: str
+    steps: dict[str, float] = field(default_factory=dict)  # step -> fraction done, in the order they came
+    started: float = field(default_factory=time.monotonic)
+
+    def __call__(self, step: str, fraction: float) -> None:
+        self.steps[step] = fraction
+
+
+@dataclass
 class Stage:
     """The ONE arena this server races on; replaced only by one that loaded without error.
 
@@ -51,6 +68,29 @@ class Stage:
     lock: threading.Lock = field(default_factory=threading.Lock)
     recordings: dict[str, list] = field(default_factory=dict)  # session -> events of its last finished race
     exposure: Exposure = field(default_factory=Exposure)
+    preparing: Preparation | None = None  # the first load, while it runs: Run waits for it
+
+    def start(self, choice: Choice) -> threading.Thread:
+        """Load `choice` in the background, so the page answers at once and shows the steps; the console
+        shows them as progress bars. A failure is kept in `error` (the page says why; nothing else is lost)."""
+        self.choice, self.preparing = choice, Preparation(choice.label)
+
+        def prepare() -> None:
+            steps = Console(also=self.preparing)
+            try:
+                self.load(choice, steps)
+                took = ", ".join(f"{s} {d:.0f} s" for s, d in steps.durations.items() if d >= 1)
+                print(f"spec-arena: {choice.label} is ready" + (f" ({took})" if took else ""), file=sys.stderr)
+            except Exception as e:  # serve anyway: the page shows why and lets the user pick another preset
+                self.error = self.tell(f"could not load {choice.label}: {self.tell(e)}")
+                print(f"spec-arena: {self.error}", file=sys.stderr)
+            finally:
+                steps.close()
+                self.preparing = None
+
+        worker = threading.Thread(target=prepare, name="prepare", daemon=True)
+        worker.start()
+        return worker
 
     def tell(self, what: BaseException | str) -> str:
         """One readable line for a visitor (server paths scrubbed when served beyond this machine)."""
@@ -82,9 +122,10 @@ class Stage:
         while len(self.recordings) > 32:
             self.recordings.pop(next(iter(self.recordings)))
 
-    def load(self, choice: Choice, progress: Callable[[float, str], None] = lambda f, d: None) -> None:
-        """Load `choice` next to the current arena; swap only on success (errors leave it serving)."""
-        from spec.race import load_preset_arena
+    def load(self, choice: Choice, progress: Progress = quiet) -> None:
+        """Load `choice` next to the current arena; swap only on success (errors leave it serving).
+        progress(step, fraction): downloads, a first start's conversion and calibrations."""
+        from spec.arena import load_preset_arena
 
         if choice.preset == "custom" and not choice.target:
             raise SpecError("give a target (a hub id or a folder) and at least one head")
@@ -93,8 +134,7 @@ class Stage:
 
             get_preset(choice.preset)  # "not yet supported" before any download
         prefetch(choice, progress)
-        progress(0.9, f"loading {choice.label} into MLX")
-        new = load_preset_arena(choice.preset, choice.target, choice.dspark, choice.dflash)
+        new = load_preset_arena(choice.preset, choice.target, choice.dspark, choice.dflash, progress=progress)
         with self.lock:
             old, self.arena, self.choice, self.error = self.arena, new, choice, ""
         if old is not None:
@@ -121,15 +161,16 @@ def preset_note(preset: str) -> str:
     return f"{p.note}." if p and p.note else ""
 
 
-def prefetch(choice: Choice, progress: Callable[[float, str], None]) -> None:
+def prefetch(choice: Choice, progress: Progress) -> None:
     """Download hub ids here (not on the MLX thread) so the page's progress bar sees the tqdm bars."""
     from demo.download import hub_refs
-    from spec.target import resolve_path
+    from spec.hub import resolve_path
 
     hub = list(hub_refs(choice).values())
     for i, ref in enumerate(hub):
-        progress(i / max(1, len(hub)) * 0.9, f"downloading {ref}")
+        progress(f"downloading {ref}", 0.0)
         resolve_path(ref)
+        progress(f"downloading {ref}", 1.0)
 
 
 def model_names(choice: Choice | None, info: dict[str, str]) -> dict[str, str]:
@@ -154,19 +195,37 @@ def describe(stage: Stage) -> str:
 
     chips: list[tuple[str, str, str]] = []
     a = stage.arena
-    if a is None:
+    if a is None and stage.preparing is not None:
+        chips.append(("model", f"preparing {stage.preparing.label}…", ""))
+    elif a is None:
         chips.append(("model", "none loaded", ""))
     else:
         names = stage.names()
         for key, label in (("target", "target:"), ("dspark", "DSpark head:"), ("dflash", "DFlash head:")):
             why = a.missing.get(key, "")
-            chips.append((label, names.get(key, "none published" if why else "none"), names.get(key, why or "not loaded")))
+            chips.append((label, names.get(key, "none published" if why else "none"),
+                          names.get(key, why or "not loaded")))
         device, blas = a.call(_device_and_blas)
         chips += [("device", device, ""), ("BLAS", blas.split(" (")[0], stage.exposure.scrub(blas))]
     chips.append(("versions", " · ".join(f"{pkg} {v}" for pkg, v in versions().items()
                                          if pkg in ("mlx", "mlx-lm", "gradio") and v != NOT_INSTALLED), ""))
     body = "".join(f'<span class="chip" title="{esc(tip)}"><b>{esc(k)}</b> {esc(v)}</span>' for k, v, tip in chips)
     return f'<div class="chips">{body}</div>'
+
+
+def preparation_html(stage: Stage) -> str:
+    """While the served model is prepared: each step so far with its progress, and what Run waits for."""
+    prep = stage.preparing
+    if prep is None:
+        return ""
+    rows = "".join(
+        f'<li class="{"done" if f >= 1 else "now"}"><span>{esc(step)}</span>'
+        f'<progress max="100" value="{round(100 * f)}"></progress><b>{"done" if f >= 1 else f"{100 * f:.0f}%"}</b></li>'
+        for step, f in prep.steps.items()) or '<li class="now"><span>starting…</span></li>'
+    return (f'<div class="preparing"><p><span class="pulse"></span><b>Preparing {esc(prep.label)}</b> '
+            f"({time.monotonic() - prep.started:.0f} s so far): Run starts as soon as it is ready. A first start "
+            "measures what each draft length costs on this machine, for Auto (kept on disk: later starts take "
+            f"seconds).</p><ul>{rows}</ul></div>")
 
 
 def _device_and_blas() -> tuple[str, str]:

@@ -18,7 +18,7 @@ import pandas as pd
 from demo.knobs import echo, settings_of
 from demo.lanes import esc
 from demo.stage import examples
-from spec.target import SpecError
+from spec.errors import SpecError
 
 DOMAIN_NAMES = {"chat": "Chat", "code": "Code", "math": "Math"}
 METHOD_ORDER = ("DSpark", "DFlash")  # the chart's bars, in this order within each domain

@@ -13,7 +13,7 @@ import pandas as pd
 from demo.lanes import LANES, Lane, meters_html, text_html
 from demo.notes import below_greedy_html
 from demo.status import status_html
-from spec.target import SpecError
+from spec.errors import SpecError
 
 PLOT_ROUNDS = 32  # the per-round chart's x axis grows by this many rounds
 DRAFTS = " drafts"  # the chart's series of a head's chosen draft lengths: "DSpark drafts"
@@ -76,7 +76,7 @@ class View:
             self.lanes[ev.engine].meter = ev.meter
             self.lanes[ev.engine].finish(ev.result)
         elif ev.kind == "finish":
-            from spec.race import results_table
+            from spec.report import results_table
 
             for name, res in ev.results.items():
                 if name in self.lanes and not self.lanes[name].done:
@@ -176,7 +176,7 @@ def round_record(ev: Any) -> dict:
 def readable(e: BaseException) -> str:
     """One line a user can act on; SpecError messages are already written for people, the hub
     library's own (a stack of causes: "LocalEntryNotFoundError: ... Got: ConnectError ...") are not."""
-    from spec.target import hub_error
+    from spec.hub import hub_error
 
     if isinstance(e, SpecError):
         return str(e).strip().splitlines()[0] if str(e).strip() else "error"

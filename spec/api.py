@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from .calibrate import costs_for
 from .dflash import DFlashDraftModel, load_dflash
 from .dspark import DSparkDraftModel, load_dspark
 from .engine import Engine, GenResult, Round
-from .target import SpecError, Target, load_target
+from .errors import SpecError
+from .target import Target, load_target
 from .verify import Sampling
 
 
@@ -32,7 +34,8 @@ def speculative_generate(target: Target, drafter: DSparkDraftModel | DFlashDraft
     chosen every round from measured costs and the acceptance so far (spec.autodraft);
     thinking: the chat template's enable_thinking (Qwen3's <think>), off by default."""
     engine = Engine(target, drafter, max_draft=max_draft, sampling=Sampling(temperature, top_p, top_k, seed),
-                    confidence_threshold=confidence_threshold, thinking=thinking)
+                    confidence_threshold=confidence_threshold, thinking=thinking,
+                    costs=costs_for(target, drafter, max_draft))
     return engine.generate(prompt, max_new_tokens, on_round=on_round)
 
 

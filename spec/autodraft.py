@@ -4,7 +4,7 @@ round cost, not acceptance.
 A round that verifies k drafts costs the target's forward over k + 1 rows plus the head's drafting for k;
 it commits 1 + a_1 + a_1 a_2 + ... tokens on average, where a_i is the chance draft i is accepted once
 the drafts before it were. The costs are measured once per target, head, machine, MLX and BLAS (a short
-calibration, cached on disk); the acceptance is learned within each generation from what its verify
+calibration cached on disk: spec.calibrate); the acceptance is learned within each generation from what its verify
 rounds and probes report, starting from a prior measured at calibration. Each round takes the k with the most
 expected tokens per millisecond, k = 0 being a plain target step (parking) when no draft length beats it;
 a parked generation lets the head draft in the shadow of its plain steps now and then and compares the
@@ -14,23 +14,7 @@ is unchanged, so every choice is lossless.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import platform
-import statistics
-import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any
-
-import mlx.core as mx
-
-# one per domain: a prior from one domain (code) was far too hopeful for chat
-CALIBRATION_PROMPTS = ("Explain why the sky is blue to a ten-year-old.",
-                       "Write a Python function that returns the n-th Fibonacci number, then explain it.",
-                       "A train travels 180 km in 2.5 hours. What is its average speed? Show the steps.")
-VERSION = 6  # bump when what calibrate() measures changes
+from dataclasses import dataclass
 
 
 @dataclass
@@ -194,125 +178,3 @@ class AutoDraft:
         self.acceptance.observe(drafted, matched, start)
         if final and self._choose() == 0:
             self.gap = min(2 * self.gap, self.gaps[1])
-
-
-# -- calibration ------------------------------------------------------------------------------------
-
-def _ms(fn: Any) -> float:
-    tic = time.perf_counter()
-    fn()
-    return 1000 * (time.perf_counter() - tic)
-
-
-def calibrate(target: Any, head: Any, runs: int = 11, context: int = 64) -> Costs:
-    """Measure the costs on a warm cache of `context` tokens and the acceptance prior (seconds).
-
-    A drafting round is timed as the loop runs it, the head's drafts and their verify in one
-    evaluation (timed apart, each with its own sync, they cost ~8% more); verify[k] is that round less
-    the drafting alone. The machine's speed drifts while it measures, and what the chooser needs is the
-    ratio of one cost to another: so every run times a bare 1-row forward, each drafting round, each
-    draft length and a few pipelined plain steps in turn (the first run warms up), and each cost is the
-    median of its runs. Eleven of them: with five, a drafting round's cost over a plain step moved 4-5%
-    from one calibration to the next on pocket, and the result is kept: one that put DFlash's rounds of
-    1 and 2 drafts 5% too dear left a math prompt parked for a day where cap 2 gains 7-12%."""
-    from .engine import Engine
-    from .verify import Sampling
-
-    K = head.max_drafts
-    ids = [int(i) % target.vocab_size for i in target.encode_chat(CALIBRATION_PROMPTS[1])]
-    ids = (ids * (context // len(ids) + 1))[: context + K + 1]
-    cache = target.make_cache()
-    _, taps = target(mx.array([ids[:context]]), cache, head.config.target_layer_ids)
-    mx.eval(taps)
-    dcache = head.make_cache()
-    mx.eval(head.propose(dcache, taps, ids[context], 1, Sampling(), None)[0])  # context into the head's cache
-
-    def forward() -> None:
-        logits, _ = target(mx.array([ids[context : context + 1]]), cache, head.config.target_layer_ids)
-        mx.eval(logits)
-        target.trim(cache, 1)
-
-    def draft(k: int) -> mx.array:
-        return head.propose(dcache, None, ids[context], k, Sampling(), None)[0]
-
-    def drafting_round(k: int) -> None:
-        d = draft(k)
-        logits, _ = target(mx.concatenate([mx.array(ids[context : context + 1], dtype=d.dtype), d])[None], cache,
-                           head.config.target_layer_ids)
-        mx.eval(logits)
-        target.trim(cache, k + 1)
-
-    def plain_step() -> float:  # a parked round runs pipelined, like plain decoding: its steady rounds
-        rounds = list(Engine(target).start(ids[:context], 10))  # (the prefill, the pipeline's first and last left out)
-        return 1000 * statistics.median(r.seconds for r in rounds[2:-1])
-
-    def one_run() -> list[float]:  # a bare forward, rounds 1..K, drafts 1..K, a plain step
-        return ([_ms(forward)] + [_ms(lambda k=k: drafting_round(k)) for k in range(1, K + 1)]
-                + [_ms(lambda k=k: mx.eval(draft(k))) for k in range(1, K + 1)] + [plain_step()])
-
-    runs_ms = [one_run() for _ in range(runs + 1)][1:]  # the first one warms up
-    med = [statistics.median(column) for column in zip(*runs_ms)]
-    drafts = [0.0] + med[K + 1 : 2 * K + 1]
-    verify = [m - d for m, d in zip(med[: K + 1], drafts)]  # a round less its drafting
-    verify[0] = min(verify[0], med[-1])
-    seen = Acceptance([0.0] * K, strength=0.0)
-    for prompt in CALIBRATION_PROMPTS:
-        res = Engine(target, head).generate(prompt, 32)
-        for d, a in zip(res.drafted, res.accept_lengths):
-            seen.observe(d, a - 1)
-    return Costs(monotone(verify, rising=True), monotone(drafts, rising=True),
-                 monotone([(a + 1) / (t + 2) for a, t in zip(seen.accepted, seen.tried)], rising=False))
-
-
-def monotone(values: list[float], rising: bool) -> list[float]:
-    """Timing noise and sparse counts smoothed the way the quantities behave: a wider verify or a longer
-    draft never costs less (running max); a later draft is not more likely to survive than an earlier
-    one once they did (running min; the counts behind the prior get a uniform Beta(1, 1) first)."""
-    out, edge = [], None
-    for v in values:
-        edge = v if edge is None else (max(edge, v) if rising else min(edge, v))
-        out.append(edge)
-    return out
-
-
-def calibration_key(target: Any, head: Any) -> str:
-    """What the costs depend on: the target, the head, the machine, MLX and the BLAS."""
-    from .cpu import blas_info, cpu_name
-
-    cpu = cpu_name()
-    facts = {"version": VERSION, "target": target.name, "target_config": target.config,
-             "head": head.config.raw, "draft_vocab": None if head.draft_ids is None else len(head.draft_ids),
-             "machine": [platform.machine(), cpu], "device": str(mx.default_device()), "mlx": mx.__version__,
-             "blas": blas_info()}
-    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:20]
-
-
-def calibration_dir() -> Path:
-    """Where measured costs are kept: $SPEC_ARENA_CALIBRATION, else calibration/ in the model cache.
-    (The test suite points it at a temporary folder: its random models would pile up there.)"""
-    from .pocket import cache_root
-
-    env = os.environ.get("SPEC_ARENA_CALIBRATION")
-    return Path(env).expanduser() if env else cache_root() / "calibration"
-
-
-def calibration_runs() -> int:
-    """Runs per cost: 11, or $SPEC_ARENA_CALIBRATION_RUNS (at least 3; the test suite uses 3, where the
-    costs only need to exist, not to be this machine's best estimate)."""
-    return max(3, int(os.environ.get("SPEC_ARENA_CALIBRATION_RUNS") or 11))
-
-
-def cached_costs(target: Any, head: Any, folder: Path | None = None) -> Costs:
-    """The costs of this pair on this machine: read from the cache, or calibrated and written there."""
-    path = (folder or calibration_dir()) / f"{head.kind}-{calibration_key(target, head)}.json"
-    if path.exists():
-        try:
-            return Costs(**json.loads(path.read_text()))
-        except (ValueError, TypeError):
-            pass  # a damaged file: measure again
-    costs = calibrate(target, head, runs=calibration_runs())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(costs)))
-    tmp.replace(path)
-    return costs

@@ -8,7 +8,7 @@ import json
 import platform
 import sys
 
-SUBCOMMANDS = {"bench": "spec.bench", "train": "spec.train", "race": "spec.race", "prompts": "spec.prompts"}
+SUBCOMMANDS = {"bench": "spec.bench", "train": "spec.train", "race": "spec.race_cli", "prompts": "spec.prompts"}
 EXAMPLE = "Write a Python function that checks whether a string is a palindrome."
 
 
@@ -48,25 +48,30 @@ def device_line() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .calibrate import costs_for
     from .dflash import load_dflash
     from .dspark import load_dspark
     from .engine import Engine
+    from .errors import SpecError
     from .presets import get_preset, resolve
-    from .target import SpecError, load_target
+    from .progress import Console
+    from .target import load_target
     from .verify import Sampling
 
     preset = get_preset(args.family) if not (args.model and (args.drafter or args.mode == "baseline")) else None
     if args.mode != "baseline" and not (args.drafter or getattr(preset, args.mode)):
         raise SpecError(f"preset {preset.name!r} has no {args.mode} head: {preset.missing or 'none named'}; "
                         "use the other --mode, or name a head with --drafter")
-    target_ref = args.model or resolve(preset.target, "target")
+    progress = Console()  # a first start converts the pocket target and measures auto's costs: say so
+    target_ref = args.model or resolve(preset.target, "target", progress)
     target = load_target(target_ref)
     drafter = None
     if args.mode != "baseline":
-        head_ref = args.drafter or resolve(getattr(preset, args.mode), args.mode)
+        head_ref = args.drafter or resolve(getattr(preset, args.mode), args.mode, progress)
         loader = load_dflash if args.mode == "dflash" else load_dspark
         drafter = loader(head_ref, target, drafter_bits=args.drafter_bits)
     engine = Engine(target, drafter, max_draft=args.max_draft, confidence_threshold=args.confidence_threshold,
+                    costs=costs_for(target, drafter, args.max_draft, progress),
                     sampling=Sampling(args.temperature, args.top_p, args.top_k, args.seed), thinking=args.thinking)
     prompt = list(target.tokenizer.encode(args.prompt)) if args.no_chat else args.prompt
     gen = engine.start(prompt, args.max_new_tokens)
@@ -92,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     from .cpu import ensure_fast_blas
 
     ensure_fast_blas()  # before MLX loads: then no restart is needed
-    from .target import SpecError
+    from .errors import SpecError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:

@@ -13,7 +13,8 @@ import mlx.core as mx
 import mlx.nn as nn
 
 from .drafter import Backbone, BackboneConfig
-from .target import SpecError, Target, softcapped
+from .errors import SpecError
+from .target import Target, softcapped
 from .verify import Sampling, pick
 
 

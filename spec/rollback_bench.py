@@ -84,8 +84,8 @@ def run(models: Sequence[str] | None, out: Path, runs: int = 7) -> int:
     import mlx.core as mx
     import pandas as pd
 
-    from .bench import to_markdown
     from .cpu import blas_info, cpu_name
+    from .report import to_markdown
     from .target import load_target
 
     if models:

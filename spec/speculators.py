@@ -18,7 +18,7 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
-from .target import SpecError
+from .errors import SpecError
 
 # top-level keys of a speculators DSpark config that are ours too (the drafter's own sit one level down)
 DSPARK_KEYS = ("block_size", "mask_token_id", "markov_rank", "markov_head_type", "enable_confidence_head",

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from .engine import GenResult
+from .errors import SpecError
 from .race import RaceEvent, RaceSettings
-from .target import SpecError
 
 METHODS = {"dspark": "DSpark", "dflash": "DFlash", "greedy": "greedy"}  # sweep rows' method names
 DOMAINS = ("chat", "code", "math")

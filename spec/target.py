@@ -10,9 +10,7 @@ engines; each engine owns its cache.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 import mlx.core as mx
@@ -21,6 +19,8 @@ from mlx_lm.models.base import create_attention_mask
 from mlx_lm.models.cache import KVCache, make_prompt_cache, trim_prompt_cache
 
 from .caches import RecurrentCache, WindowKVCache, install_taps, recording, rollback_caches
+from .errors import SpecError
+from .hub import read_config, refuse_code, resolve_path
 
 GEMMA4_FAMILIES = ("gemma4", "gemma4_text")  # mlx-lm modules: multimodal hub checkpoints, text-only
 FINAL_NORMS = ("norm", "embedding_norm")  # the inner model's last norm (LFM2 names it embedding_norm)
@@ -32,99 +32,11 @@ CACHE_WHY = {
     "ChunkedKVCache": "chunked local attention",
     "QuantizedKVCache": "quantized K/V",
 }
-# Files a checkpoint may bring: configs, weights, tokenizer files. Never *.py: we never run a checkpoint's code.
-TARGET_FILES = ("*.json", "*.safetensors", "*.jinja", "tokenizer.model", "merges.txt", "vocab.txt")
-HEAD_FILES = ("*.json", "*.safetensors")
 
 
 def softcapped(logits: mx.array, cap: float | None) -> mx.array:
     """Gemma's tanh logit softcap (identity when cap is None or 0)."""
     return mx.tanh(logits / cap) * cap if cap else logits
-
-
-class SpecError(ValueError):
-    """Bad input from the user: a clear message, raised before any generation starts."""
-
-
-def resolve_path(path_or_repo: str, allow_patterns: Sequence[str] = TARGET_FILES) -> Path:
-    """A local folder as is; otherwise a hub repo id fetched by huggingface_hub (only `allow_patterns`).
-
-    A repo downloaded once is reused from huggingface_hub's cache when the hub cannot be reached, and
-    with HF_HUB_OFFLINE=1 (where huggingface_hub itself reads the cache only).
-    """
-    p = Path(path_or_repo).expanduser()
-    if p.exists():
-        if not p.is_dir():
-            raise SpecError(f"{path_or_repo} is a file; expected a model folder or a hub repo id")
-        return p
-    if path_or_repo.startswith((".", "/", "~")) or path_or_repo.count("/") != 1:
-        raise SpecError(f"model folder not found: {path_or_repo}")
-    from huggingface_hub import snapshot_download
-
-    patterns = list(allow_patterns)
-    try:
-        return Path(snapshot_download(path_or_repo, allow_patterns=patterns))
-    except Exception as online:  # network, auth, missing repo
-        try:  # the hub is out of reach: a copy downloaded before will do
-            return Path(snapshot_download(path_or_repo, allow_patterns=patterns, local_files_only=True))
-        except Exception:
-            raise SpecError(hub_error(path_or_repo, online)) from online
-
-
-def hub_error(repo: str, e: Exception) -> str:
-    """One readable line for a failed download (huggingface_hub's own text is a stack of causes)."""
-    kind = type(e).__name__
-    if kind in ("RepositoryNotFoundError", "RevisionNotFoundError"):
-        return f"{repo!r} does not exist on the hub (or is private)"
-    if kind == "GatedRepoError":
-        return f"{repo!r} is gated on the hub: accept its licence there and log in (huggingface-cli login)"
-    if kind in ("LocalEntryNotFoundError", "OfflineModeIsEnabled") or "connect" in str(e).lower():
-        return (f"{repo!r} is not in the local hub cache and the hub cannot be reached "
-                "(offline?): download it once with a network")
-    return f"could not download {repo!r} from the hub: {kind}: {str(e).splitlines()[0] if str(e) else ''}"
-
-
-def read_config(folder: Path) -> dict:
-    """config.json of a model folder. Keys that name code (auto_map) are metadata: we never import it."""
-    cfg_path = folder / "config.json"
-    if not cfg_path.exists():
-        raise SpecError(f"{folder} has no config.json: not a model folder")
-    try:
-        cfg = json.loads(cfg_path.read_text())
-    except json.JSONDecodeError as e:
-        raise SpecError(f"{cfg_path} is not valid JSON: {e}") from e
-    if not isinstance(cfg, dict):
-        raise SpecError(f"{cfg_path} is not a JSON object")
-    return cfg
-
-
-def refuse_code(folder: Path, cfg: dict) -> None:
-    """Refuse a target only for what would really run its code: mlx-lm's `model_file` (a module
-    built from the checkpoint) or a tokenizer class that exists only as the checkpoint's code."""
-    why = None
-    if cfg.get("model_file"):
-        why = f"its config asks mlx-lm to run {cfg['model_file']!r} (model_file)"
-    tok_path = folder / "tokenizer_config.json"
-    if why is None and tok_path.exists():
-        try:
-            tok = json.loads(tok_path.read_text())
-        except json.JSONDecodeError as e:
-            raise SpecError(f"{tok_path} is not valid JSON: {e}") from e
-        auto = (tok.get("auto_map") or {}).get("AutoTokenizer")
-        cls = tok.get("tokenizer_class")
-        if auto and not _builtin_tokenizer(cls):
-            why = f"its tokenizer class {cls or auto!r} exists only as code in the checkpoint (auto_map)"
-    if why:
-        raise SpecError(f"{folder} needs remote code: {why}; we never execute code from a checkpoint")
-
-
-def _builtin_tokenizer(name: str | None) -> bool:
-    """Whether transformers ships tokenizer class `name` itself (then auto_map is never imported)."""
-    if not name:
-        return False
-    import transformers
-
-    return any(getattr(transformers, n, None) is not None for n in (name, name.removesuffix("Fast"), name + "Fast"))
 
 
 def target_family(cfg: dict) -> str:

@@ -13,12 +13,11 @@ the accept length) and can mix in the target's distribution (--soft). Output: th
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import mlx.core as mx
 import mlx.nn as nn
@@ -26,225 +25,24 @@ import mlx.optimizers as optim
 import numpy as np
 from mlx.utils import tree_flatten, tree_unflatten
 
-from .dflash import DFlashConfig, DFlashDraftModel, load_dflash
-from .drafter import block_embed_ids, default_taps, save_head, training_mask
-from .dspark import DSparkConfig, DSparkDraftModel, load_dspark
+from .calibrate import costs_for
+from .dflash import load_dflash
+from .distill import SOFT_K, Sequence_, build_data, load_data
+from .drafter import block_embed_ids, default_taps, training_mask
+from .dspark import DSparkDraftModel, load_dspark
 from .engine import Engine
-from .target import SpecError, Target, load_target, softcapped
+from .errors import SpecError
+from .head_files import save_head
+from .head_init import head_config, init_from_target, new_head, trainable
+from .target import Target, load_target, softcapped
 from .vocab import DraftVocab
 
 VOCAB_TENSORS = ("embed_tokens.weight", "lm_head.weight")  # DSpark's frozen copies of the target's
 INITS = ("target", "random")  # how a new head starts: init_from_target, or new_head's random weights
 
 
-# -- head configs in the published formats ------------------------------------------------------
-
-def head_config(target: Target, kind: str, *, layers: int = 2, block_size: int | None = None,
-                taps: Sequence[int] | None = None, mask_token_id: int | None = None, markov_rank: int = 32,
-                intermediate_size: int | None = None) -> dict:
-    """config.json for a new head over `target`: heads and widths follow the target's attention."""
-    tc = target.config
-    n_heads = int(tc["num_attention_heads"])
-    head_dim = int(tc.get("head_dim") or target.hidden_size // n_heads)
-    taps = list(taps or default_taps(target.num_layers))
-    mask = int(mask_token_id if mask_token_id is not None else tc.get("pad_token_id") or 0)
-    common = {
-        "model_type": "qwen3", "hidden_size": target.hidden_size, "num_hidden_layers": layers,
-        "num_attention_heads": n_heads, "num_key_value_heads": int(tc.get("num_key_value_heads") or n_heads),
-        "head_dim": head_dim, "intermediate_size": int(intermediate_size or tc["intermediate_size"]),
-        "vocab_size": target.vocab_size, "rms_norm_eps": float(tc.get("rms_norm_eps", 1e-6)),
-        "rope_theta": float(tc.get("rope_theta", 10000.0)), "rope_scaling": None,
-        "max_position_embeddings": int(tc.get("max_position_embeddings", 8192)),
-        "num_target_layers": target.num_layers, "tie_word_embeddings": False,
-        "layer_types": ["full_attention"] * layers, "torch_dtype": "bfloat16",
-    }
-    if kind == "dflash":
-        return {**common, "architectures": ["DFlashDraftModel"], "block_size": block_size or 16,
-                "dflash_config": {"block_size": block_size or 16, "mask_token_id": mask, "target_layer_ids": taps}}
-    if kind == "dspark":
-        cfg = {k: v for k, v in tc.items() if k not in ("quantization", "quantization_config")}
-        cfg.update(common)
-        cfg.update({"architectures": ["Qwen3DSparkModel"], "block_size": block_size or 7, "mask_token_id": mask,
-                    "target_layer_ids": taps, "num_anchors": 512, "enable_confidence_head": True,
-                    "confidence_head_with_markov": bool(markov_rank), "markov_rank": markov_rank,
-                    "markov_head_type": "vanilla"})
-        return cfg
-    raise SpecError(f"unknown head kind {kind!r} (dflash or dspark)")
 
 
-def new_head(target: Target, config: dict, seed: int = 0) -> DFlashDraftModel | DSparkDraftModel:
-    """A randomly initialised head bound to `target`; DSpark gets frozen copies of its vocab matrices."""
-    mx.random.seed(seed)
-    if "DFlashDraftModel" in config["architectures"]:
-        return DFlashDraftModel(DFlashConfig.from_dict(config)).bind(target)
-    head = DSparkDraftModel(DSparkConfig.from_dict(config))
-    head.embed_tokens.weight = target.inner.embed_tokens.weight.astype(mx.float32)
-    lm = getattr(target.outer, "lm_head", None)
-    head.lm_head.weight = (lm.weight if lm is not None else target.inner.embed_tokens.weight).astype(mx.float32)
-    return head.bind(target)
-
-
-def init_from_target(head: DFlashDraftModel | DSparkDraftModel, target: Target) -> int:
-    """Start the head as the top of its target: draft layer i a copy of target layer L - n + i, the final
-    norm the target's, and fc reading the deepest tap alone. A random head spends its first thousand
-    steps learning what these weights already do (the pocket DFlash head reached the random start's
-    step-800 loss by step 390, its step-4000 loss by step 1190). Tensors whose names or shapes differ
-    keep their random init (q_norm / k_norm of a Llama-style target, which has none), and so do a Gemma
-    target's norms (they scale by 1 + w, ours by w). Returns how many tensors were copied."""
-    n, copied = len(head.layers), 0
-    norms = not target.is_gemma4
-    for mine, theirs in zip(head.layers, target.inner.layers[target.num_layers - n :]):
-        src = dict(tree_flatten(theirs.parameters()))
-        same = [(k, src[k].astype(mx.float32)) for k, v in tree_flatten(mine.parameters())
-                if k in src and src[k].shape == v.shape and (norms or "norm" not in k)]
-        mine.load_weights(same, strict=False)
-        copied += len(same)
-    norm = getattr(target.inner, "norm", None)
-    if norms and norm is not None and norm.weight.shape == head.norm.weight.shape:
-        head.norm.weight = norm.weight.astype(mx.float32)
-        copied += 1
-    H, taps = head.config.hidden_size, len(head.config.target_layer_ids)
-    fc = mx.concatenate([0.01 * mx.random.normal((H, (taps - 1) * H)), mx.eye(H)], axis=1)
-    head.fc.weight = fc.astype(head.fc.weight.dtype)
-    return copied + 1
-
-
-def trainable(head: nn.Module) -> nn.Module:
-    """Freeze what the formats say is frozen (DSpark's embedding and lm_head)."""
-    head.unfreeze()
-    if isinstance(head, DSparkDraftModel):
-        head.embed_tokens.freeze()
-        head.lm_head.freeze()
-    return head
-
-
-# -- distillation data ---------------------------------------------------------------------------
-
-@dataclass
-class Sequence_:
-    ids: np.ndarray  # prompt + answer token ids
-    prompt_len: int
-    domain: str
-    taps: np.ndarray  # [T, n_taps*H] float16
-    soft_ids: np.ndarray | None = None  # [T, K] the target's top-K next tokens (answer rows)
-    soft_logp: np.ndarray | None = None  # [T, K] their log-probs (float16)
-
-
-def _chunks(xs: list, n: int) -> Iterator[list]:
-    for i in range(0, len(xs), n):
-        yield xs[i : i + n]
-
-
-SOFT_K = 16  # the target's top-K next-token log-probs kept per answer row (soft labels)
-
-
-def top_k(logits: mx.array) -> tuple[mx.array, mx.array]:
-    """The target's SOFT_K most likely next tokens and their log-probs, per row."""
-    logp = logits.astype(mx.float32)
-    logp = logp - mx.logsumexp(logp, axis=-1, keepdims=True)
-    top = mx.argpartition(-logp, SOFT_K - 1, axis=-1)[..., :SOFT_K]
-    return top.astype(mx.int32), mx.take_along_axis(logp, top, axis=-1).astype(mx.float16)
-
-
-def distill(target: Target, prompts: list[list[int]], taps: Sequence[int], max_new_tokens: int) -> list[dict]:
-    """The target's greedy answers to a batch of prompts, with each row's taps and (from the prompt's
-    last row on) its top-K, read off the decoding itself: no second forward over the sequences.
-
-    Prompts are left-padded into one batch (mlx-lm's BatchKVCache); an answer ends at an eos (kept:
-    the head learns to predict it) or at max_new_tokens. Rows before the prompt's last hold no soft label."""
-    from mlx_lm.models.cache import BatchKVCache
-
-    B, L = len(prompts), max(len(p) for p in prompts)
-    pad = [L - len(p) for p in prompts]
-    if target.is_gemma4 and B > 1:
-        raise SpecError("Gemma-4 targets distil one prompt at a time")
-    cache = target.make_cache() if target.is_gemma4 else [BatchKVCache(pad) for _ in range(target.num_layers)]
-    x = mx.array([[0] * n + p for n, p in zip(pad, prompts)])
-    answers: list[list[int]] = [[] for _ in prompts]
-    done = [False] * B
-    hidden_rows = []  # prompt rows before the last get zero soft labels, once
-    id_rows, logp_rows = [mx.zeros((B, L - 1, SOFT_K), mx.int32)], [mx.zeros((B, L - 1, SOFT_K), mx.float16)]
-    while True:
-        logits, hidden = target(x, cache, taps, last_only=True)
-        ids, logp = top_k(logits[:, -1:])
-        nxt = mx.argmax(logits[:, -1], axis=-1)
-        hidden = hidden.astype(mx.float16)
-        mx.eval(hidden, ids, logp, nxt)
-        hidden_rows.append(hidden)
-        id_rows.append(ids)
-        logp_rows.append(logp)
-        if all(done):
-            break
-        for i, tok in enumerate(nxt.tolist()):
-            if not done[i]:
-                answers[i].append(tok)
-                done[i] = tok in target.eos_ids or len(answers[i]) == max_new_tokens
-        x = nxt[:, None]
-    rows = [np.array(mx.concatenate(r, axis=1)) for r in (hidden_rows, id_rows, logp_rows)]
-    out = []
-    for i, (n, p, a) in enumerate(zip(pad, prompts, answers)):
-        end = n + len(p) + len(a)
-        out.append({"ids": p + a, "prompt_len": len(p), "taps": rows[0][i, n:end], "soft_ids": rows[1][i, n:end],
-                    "soft_logp": rows[2][i, n:end]})
-    return out
-
-
-def build_data(target: Target, out: Path, prompts: list[dict], taps: Sequence[int], *, max_new_tokens: int = 192,
-               batch: int = 32, shard_size: int = 128) -> Path:
-    """Self-distillation data: greedy answers + taps + soft labels, in shards; finished shards are kept
-    (resumable)."""
-    from tqdm import tqdm
-
-    out.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256("\n".join(p["prompt"] for p in prompts).encode()).hexdigest()[:16]
-    meta = {"target": target.name, "taps": list(taps), "max_new_tokens": max_new_tokens, "prompts": len(prompts),
-            "prompts_sha256": digest}
-    meta_path = out / "meta.json"
-    if meta_path.exists():
-        old = {"prompts_sha256": digest, **json.loads(meta_path.read_text())}  # older data has no digest
-        # shards are cut by position in the prompt list, so another list of prompts would mix answers
-        if any(old.get(k) != meta[k] for k in ("taps", "max_new_tokens", "prompts", "prompts_sha256")):
-            raise SpecError(f"{out} holds data made with other settings or prompts ({old}); use another --data folder")
-    meta_path.write_text(json.dumps(meta, indent=2))
-    bar = tqdm(total=len(prompts), desc="distilling", unit="prompt")
-    for si, shard in enumerate(_chunks(prompts, shard_size)):
-        path = out / f"shard-{si:05d}.safetensors"
-        if path.exists():
-            bar.update(len(shard))
-            continue
-        rows = []
-        for group in _chunks(shard, 1 if target.is_gemma4 else batch):
-            rows += distill(target, [target.encode_chat(p["prompt"]) for p in group], taps, max_new_tokens)
-            bar.update(len(group))
-        tensors = {
-            "ids": mx.array(np.concatenate([np.array(r["ids"], dtype=np.int32) for r in rows])),
-            "offsets": mx.array(np.cumsum([0] + [len(r["ids"]) for r in rows]).astype(np.int32)),
-            "prompt_lens": mx.array(np.array([r["prompt_len"] for r in rows], dtype=np.int32)),
-            **{k: mx.array(np.concatenate([r[k] for r in rows])) for k in ("taps", "soft_ids", "soft_logp")},
-        }
-        tmp = path.with_suffix(".tmp.safetensors")
-        mx.save_safetensors(str(tmp), tensors, metadata={"domains": json.dumps([p["domain"] for p in shard])})
-        tmp.rename(path)
-    bar.close()
-    return out
-
-
-def load_data(folder: Path) -> list[Sequence_]:
-    seqs = []
-    for path in sorted(folder.glob("shard-*.safetensors")):
-        if ".tmp." in path.name:
-            continue
-        t, meta = mx.load(str(path), return_metadata=True)
-        ids, off, plen, taps = (np.array(t[k]) for k in ("ids", "offsets", "prompt_lens", "taps"))
-        soft = [np.array(t[k]) if k in t else None for k in ("soft_ids", "soft_logp")]
-        doms = json.loads(meta["domains"])
-        for i in range(len(plen)):
-            a, b = off[i], off[i + 1]
-            seqs.append(Sequence_(ids[a:b], int(plen[i]), doms[i], taps[a:b],
-                                  *(x if x is None else x[a:b] for x in soft)))
-    if not seqs:
-        raise SpecError(f"no training data in {folder}")
-    return seqs
 
 
 # -- the loss -------------------------------------------------------------------------------------
@@ -389,7 +187,7 @@ def export_head(head, config: dict, folder: Path, *, ship: bool = False) -> Path
 def evaluate(target: Target, head, prompts: list[dict], max_new_tokens: int = 96, max_draft: int = 0) -> dict[str, float]:
     """Mean accept length per domain at T = 0 on the given (held-out) prompts."""
     out: dict[str, list[int]] = {}
-    eng = Engine(target, head, max_draft=max_draft)
+    eng = Engine(target, head, max_draft=max_draft, costs=costs_for(target, head, max_draft))
     for p in prompts:
         res = eng.generate(p["prompt"], max_new_tokens)
         out.setdefault(p["domain"], []).extend(res.accept_lengths)
@@ -490,7 +288,7 @@ def write_curve(curve: "Any", out: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .bench import to_markdown
+    from .report import to_markdown
 
     out.mkdir(parents=True, exist_ok=True)
     wide = curve.assign(col=curve["kind"].map({"dflash": "DFlash", "dspark": "DSpark"}) + " " + curve["domain"])

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import mlx.core as mx
 
-from .target import SpecError
+from .errors import SpecError
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
-from .target import SpecError
+from .errors import SpecError
 
 FILE = "draft_vocab.json"
 

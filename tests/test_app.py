@@ -1,6 +1,6 @@
 """The Gradio app: named API endpoint, two clients at once, and a real browser (Debian chromium).
 
-The app runs as `python demo/app.py` in a subprocess (the real entry point, its own MLX thread),
+The app runs as `python -m demo` in a subprocess (the real entry point, its own MLX thread),
 offline (HF_HUB_OFFLINE=1: a hub preset fails fast with a readable error instead of downloading).
 Screenshots go to $SPEC_ARENA_ARTIFACTS (default tests/artifacts/); the pocket preset's (a real
 model, trained heads, a finished race) also goes to $SPEC_ARENA_SCREENSHOT when set (for assets/screenshot.png),
@@ -11,6 +11,7 @@ the same test's mid-race picture is tests/artifacts/app-pocket-live.png (assets/
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -44,27 +45,47 @@ def free_port() -> int:
 
 
 class App:
-    """`python demo/app.py ARGS` on a free port, torn down by pid (its own process only)."""
+    """`python -m demo ARGS` on a free port, torn down by pid (its own process only). The server answers
+    at once and prepares its model in the background; ready=True also waits until the console says the
+    model is ready (or could not be loaded)."""
 
-    def __init__(self, args: list[str], log: Path, timeout: float = 180.0):
+    def __init__(self, args: list[str], log: Path, timeout: float = 180.0, ready: bool = True, env: dict | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log = log
-        env = dict(os.environ, HF_HUB_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False")
-        self.proc = subprocess.Popen([sys.executable, "demo/app.py", "--port", str(self.port), *args], cwd=ROOT,
+        env = dict(os.environ, HF_HUB_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False", **(env or {}))
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen([sys.executable, "-m", "demo", "--port", str(self.port), *args], cwd=ROOT,
                                      env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
+        deadline = self.started + timeout
+        self.answered = None  # seconds from start until the URL answered
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the app exited ({self.proc.returncode}):\n{log.read_text()}")
-            try:
-                with urllib.request.urlopen(self.url, timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.5)
+            if self.answered is None:
+                try:
+                    with urllib.request.urlopen(self.url, timeout=2) as r:
+                        if r.status == 200:
+                            self.answered = time.monotonic() - self.started
+                except OSError:
+                    pass
+            if self.answered is not None and (not ready or self.prepared()):
+                return
+            time.sleep(0.25)
         self.close()
         raise RuntimeError(f"the app did not answer within {timeout} s:\n{log.read_text()}")
+
+    def prepared(self) -> bool:
+        text = self.log.read_text()
+        return " is ready" in text or "spec-arena: could not load" in text
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.prepared():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError(f"the app did not get ready within {timeout} s:\n{self.log.read_text()}")
+            time.sleep(0.5)
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -452,18 +473,59 @@ def test_closing_the_page_mid_race_frees_the_arena(app, browser):
 
 
 @pytest.fixture(scope="module")
-def pocket_app(tmp_path_factory):
+def pocket_app(tmp_path_factory, browser):
     from spec.presets import resolve
-    from spec.target import SpecError
+    from spec.errors import SpecError
 
     try:
         for kind in ("target", "dspark", "dflash"):
             resolve("pocket", kind)
     except SpecError as e:
         pytest.skip(str(e))
-    app = App(["--preset", "pocket"], tmp_path_factory.mktemp("pocket") / "app.log")
+    cold = tmp_path_factory.mktemp("pocket")  # a first start: no converted target, no measured costs
+    app = App(["--preset", "pocket"], cold / "app.log", timeout=60, ready=False,
+              env={"SPEC_ARENA_CACHE": str(cold / "cache"), "SPEC_ARENA_CALIBRATION": str(cold / "calibration")})
+    try:
+        app.first_look = first_look(browser, app.url)
+        app.wait_ready(600)
+    except BaseException:
+        app.close()
+        raise
     yield app
     app.close()
+
+
+def first_look(browser, url: str) -> dict:
+    """The page of a cold start while it prepares, on a desktop and a phone (screenshots of both)."""
+    out = {}
+    for size, name in (((1440, 1000), "app-pocket-preparing.png"), ((390, 844), "app-pocket-preparing-phone.png")):
+        with opened(browser, "app-pocket-preparing-failure.png", size) as page:
+            page.goto(url)
+            page.wait_for_selector("#preparing li:has-text('calibrating')", timeout=300_000)
+            out[name] = {"run disabled": page.locator("#run").is_disabled(), "run": page.locator("#run").inner_text(),
+                         "status": page.locator("#status").inner_text(),
+                         "preparing": page.locator("#preparing").inner_text(),
+                         "header": page.locator("#header").inner_text()}
+            page.screenshot(path=str(artifacts() / name), full_page=False)
+    return out
+
+
+@pytest.mark.browser
+@pytest.mark.pocket
+def test_a_cold_start_answers_at_once_and_says_what_it_prepares(pocket_app):
+    """Empty model cache and calibration folder: the URL answers within seconds; the page lists the steps
+    (converting the pocket target, calibrating each head) with their progress while Run waits; the console
+    shows the same steps as progress bars, and the page races once they are done (the tests below)."""
+    assert pocket_app.answered < 20, f"the URL answered after {pocket_app.answered:.0f} s"
+    for name, look in pocket_app.first_look.items():
+        assert look["run disabled"] and look["run"] == "Preparing…", (name, look)
+        assert "Preparing the model" in look["status"] and "preparing pocket" in look["header"], (name, look)
+        assert "Preparing pocket" in look["preparing"], (name, look)
+        assert "converting the pocket target" in look["preparing"] and "calibrating" in look["preparing"], look
+    log = pocket_app.log.read_text()
+    for step in ("converting the pocket target", "calibrating DSpark", "calibrating DFlash"):
+        assert f"{step}" in log and re.search(re.escape(step) + r"[^:\n]*: 100%", log), (step, log[-2000:])
+    assert "pocket is ready" in log
 
 
 @pytest.mark.browser

@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from spec import autodraft
+from spec import calibrate
+from spec.calibrate import costs_for
 from spec.autodraft import Acceptance, AutoDraft, Costs, choose, expected_tokens
 from spec.dflash import load_dflash
 from spec.dspark import load_dspark
 from spec.engine import Engine
+from spec.errors import SpecError
 from spec.verify import Sampling
 
 
@@ -28,7 +30,7 @@ def test_the_chooser_picks_the_known_best_length():
 
 
 def test_calibration_noise_is_smoothed_the_way_costs_and_acceptance_behave():
-    from spec.autodraft import monotone
+    from spec.calibrate import monotone
 
     assert monotone([80.0, 85.0, 95.0, 93.0, 104.0], rising=True) == [80.0, 85.0, 95.0, 95.0, 104.0]
     assert monotone([0.86, 0.82, 0.56, 0.6, 1.0], rising=False) == [0.86, 0.82, 0.56, 0.56, 0.56]
@@ -94,7 +96,6 @@ def test_parked_steps_pipeline_probe_in_the_shadow_and_keep_every_tap_for_the_dr
     """Parked rounds run as pipelined plain decoding (the next step in flight); their shadow probes
     draft from the newest token, are compared with what the target commits, and are never verified;
     the taps of every committed token reach the drafter once, in order."""
-    monkeypatch.setattr(autodraft, "cached_costs", lambda target, head: Costs([1.0, 5.0], [0.0, 1.0], [0.0]))
     head = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
     taken, anchors, propose = [], [], head.propose
 
@@ -105,7 +106,7 @@ def test_parked_steps_pipeline_probe_in_the_shadow_and_keep_every_tap_for_the_dr
 
     monkeypatch.setattr(head, "propose", spy)
     prompt = [9, 8, 7, 6, 5]
-    gen = Engine(qwen3, head, max_draft="auto").start(prompt, 12)
+    gen = Engine(qwen3, head, max_draft="auto", costs=Costs([1.0, 5.0], [0.0, 1.0], [0.0])).start(prompt, 12)
     flight = [(gen.step(), gen.in_flight)[1] for _ in range(8)]  # prefill + 7 parked rounds
     assert gen.drafted == [0] * 7 and all(flight)
     assert len(anchors) >= 2 and gen.policy.acceptance.tried[0] >= 2  # probes drafted and were judged
@@ -144,25 +145,20 @@ def test_probes_that_leave_it_parked_come_less_often():
 def test_costs_are_measured_once_and_cached(tiny_dir, qwen3, tmp_path, monkeypatch):
     head = load_dflash(str(tiny_dir / "dflash-qwen3"), qwen3)
     calls = []
-    real = autodraft.calibrate
-    monkeypatch.setattr(autodraft, "calibrate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = calibrate.calibrate
+    monkeypatch.setattr(calibrate, "calibrate", lambda *a, **k: calls.append(1) or real(*a, **k))
     monkeypatch.setenv("SPEC_ARENA_CALIBRATION", str(tmp_path))
-    first = autodraft.cached_costs(qwen3, head)
-    again = autodraft.cached_costs(qwen3, head, tmp_path)
+    first = calibrate.cached_costs(qwen3, head)
+    again = calibrate.cached_costs(qwen3, head, tmp_path)
     assert calls == [1] and first == again and len(list(tmp_path.glob("dflash-*.json"))) == 1
     assert len(first.verify) == head.max_drafts + 1 and len(first.draft) == head.max_drafts + 1
     assert first.draft[0] == 0 and all(v > 0 for v in first.verify) and all(0 <= p <= 1 for p in first.prior)
     other = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
-    assert autodraft.calibration_key(qwen3, head) != autodraft.calibration_key(qwen3, other)
+    assert calibrate.calibration_key(qwen3, head) != calibrate.calibration_key(qwen3, other)
 
 
+# costs under which the chosen length moves with the acceptance seen so far
 FLIPPING = Costs(verify=[1.0, 1.45, 1.5, 1.55, 1.6, 1.65, 1.7, 1.75], draft=[0.0] + [0.1] * 7, prior=[0.6] * 7)
-
-
-@pytest.fixture
-def flipping(monkeypatch):
-    """Costs under which the chosen length moves with the acceptance seen so far."""
-    monkeypatch.setattr(autodraft, "cached_costs", lambda target, head: FLIPPING)  # Engine looks it up per call
 
 
 @settings(max_examples=10, deadline=None)
@@ -170,19 +166,19 @@ def flipping(monkeypatch):
 def test_auto_is_lossless_at_t0(tiny_dir, qwen3, prompt, n):
     want = Engine(qwen3).generate(prompt, n).token_ids
     for head in (load_dflash(str(tiny_dir / "dflash-qwen3"), qwen3), load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)):
-        res = Engine(qwen3, head, max_draft="auto").generate(prompt, n)
+        res = Engine(qwen3, head, max_draft="auto", costs=costs_for(qwen3, head, "auto")).generate(prompt, n)
         assert res.token_ids == want and all(0 <= d <= head.max_drafts for d in res.drafted)
 
 
-def test_auto_is_lossless_with_lengths_that_move(tiny_dir, qwen3, flipping):
+def test_auto_is_lossless_with_lengths_that_move(tiny_dir, qwen3):
     head = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
     prompt = [9, 8, 7, 6, 5]
     want = Engine(qwen3).generate(prompt, 40).token_ids
-    res = Engine(qwen3, head, max_draft="auto").generate(prompt, 40)
+    res = Engine(qwen3, head, max_draft="auto", costs=FLIPPING).generate(prompt, 40)
     assert res.token_ids == want and len(set(res.drafted)) >= 2  # the length changed during the generation
 
 
-def test_auto_samples_the_targets_law_at_t_gt_0(tiny_dir, flipping):
+def test_auto_samples_the_targets_law_at_t_gt_0(tiny_dir):
     """The first three tokens through the engine with auto lengths, against the target's own joint law."""
     from scipy.stats import chisquare
 
@@ -193,8 +189,15 @@ def test_auto_samples_the_targets_law_at_t_gt_0(tiny_dir, flipping):
     exp = later_tokens_law(t, prompt, Sampling(1.0))
     n, counts, lengths = 1200, np.zeros((8, 8)), set()
     for seed in range(n):
-        res = Engine(t, head, max_draft="auto", sampling=Sampling(1.0, seed=seed)).generate(prompt, 3)
+        res = Engine(t, head, max_draft="auto", sampling=Sampling(1.0, seed=seed), costs=FLIPPING).generate(prompt, 3)
         counts[res.token_ids[1], res.token_ids[2]] += 1
         lengths.update(res.drafted)
     assert chisquare(counts.ravel(), expected_counts(exp.ravel(), n)).pvalue > 1e-3
     assert len(lengths) >= 2
+
+
+def test_auto_without_costs_says_where_to_get_them(tiny_dir, qwen3):
+    head = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
+    with pytest.raises(SpecError, match="costs_for"):
+        Engine(qwen3, head, max_draft="auto")
+    assert costs_for(qwen3, head, 3) is None and costs_for(qwen3, None, "auto") is None

@@ -8,7 +8,8 @@ import sys
 import pandas as pd
 import pytest
 
-from spec import bench
+from spec import head_to_head as h2h
+from spec import report
 
 
 def test_head_to_head_smoke(tiny_dir, tmp_path):
@@ -30,13 +31,13 @@ def test_head_to_head_smoke(tiny_dir, tmp_path):
 
 
 def test_the_bench_reports_how_far_trials_stray(tmp_path):
-    assert bench.spread([10.0, 11.0, 9.0, 10.0]) == pytest.approx(0.05)  # deviations 0, 1, 1, 0: median 0.5
-    assert math.isnan(bench.spread([10.0]))  # one trial says nothing about the noise
+    assert report.spread([10.0, 11.0, 9.0, 10.0]) == pytest.approx(0.05)  # deviations 0, 1, 1, 0: median 0.5
+    assert math.isnan(report.spread([10.0]))  # one trial says nothing about the noise
     methods, domains = ["greedy (ours)", "DSpark auto", "greedy (ours)"], ["chat", "chat", "code"]
     runs = pd.DataFrame({"domain": domains, "method": methods, "spread": [0.02, 0.04, 0.05]})
     table = pd.DataFrame({"method": methods, "domain": domains, "accept": [1.0, 1.5, 1.0], "tok/s": [10.0, 12.0, 9.0],
                           "speedup": [1.0, 1.2, 1.0], "draft % of verify": [0.0, 10.0, 0.0]})
-    md = bench.write_outputs(runs, table, tmp_path, "# synthetic")[0].read_text()
+    md = report.write_outputs(runs, table, tmp_path, "# synthetic")[0].read_text()
     assert "median over the runs): chat 3.0%, code 5.0%" in md
 
 
@@ -44,7 +45,7 @@ def test_a_lossy_method_fails_the_run(qwen3, tiny_dir, monkeypatch):
     from spec.dflash import load_dflash
 
     heads = {"dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), qwen3)}
-    real = bench.run_method
+    real = h2h.run_method
 
     def lossy(target, heads_, m, ids, n, sampling, profile=False):
         r = real(target, heads_, m, ids, n, sampling, profile)
@@ -52,10 +53,10 @@ def test_a_lossy_method_fails_the_run(qwen3, tiny_dir, monkeypatch):
             r["ids"] = r["ids"][:-1] + [r["ids"][-1] + 1]
         return r
 
-    monkeypatch.setattr(bench, "run_method", lossy)
+    monkeypatch.setattr(h2h, "run_method", lossy)
     with pytest.raises(Exception, match="differs from greedy"):
-        bench.head_to_head(qwen3, heads, [{"domain": "code", "prompt": "hi"}], trials=1, max_new_tokens=6,
-                           progress=False)
+        h2h.head_to_head(qwen3, heads, [{"domain": "code", "prompt": "hi"}], trials=1, max_new_tokens=6,
+                         progress=False)
 
 
 def test_vocab_ablation_adds_whole_vocabulary_rows(qwen3, tiny_dir):
@@ -63,8 +64,8 @@ def test_vocab_ablation_adds_whole_vocabulary_rows(qwen3, tiny_dir):
 
     head = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
     head.use_draft_vocab(range(4, qwen3.vocab_size, 2))
-    runs = bench.head_to_head(qwen3, {"dspark": head}, [{"domain": "code", "prompt": "hi"}], trials=1,
-                              max_new_tokens=6, progress=False, vocab_ablation=True)
+    runs = h2h.head_to_head(qwen3, {"dspark": head}, [{"domain": "code", "prompt": "hi"}], trials=1,
+                            max_new_tokens=6, progress=False, vocab_ablation=True)
     assert list(dict.fromkeys(runs["method"]))[-3:] == ["DSpark full (7)", "DSpark full, whole vocab", "DSpark auto"]
     assert head.draft_vocab is not None  # the ablation row put the head back as it was
 

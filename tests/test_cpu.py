@@ -183,7 +183,8 @@ def test_in_process_load_before_mlx(tmp_path):
 
 # -- the bench's configurations (no model run: that is `python -m spec bench --curve`) -------------
 def test_bench_configs_and_table(monkeypatch):
-    from spec import bench
+    from spec import curve_bench as bench
+    from spec.report import to_markdown
 
     monkeypatch.setenv("LD_PRELOAD", f"{LIB} /x/libfoo.so")
     monkeypatch.setattr(cpu, "find_openblas", lambda choice=None: LIB)
@@ -198,7 +199,7 @@ def test_bench_configs_and_table(monkeypatch):
     def result(scale, tok_s):
         return {"curve_ms": {str(t): 100.0 * (1 + scale * (t - 1)) for t in bench.CURVE_TS}, "greedy_tok_s": tok_s}
 
-    table = bench.to_markdown(bench.curve_table([("stock", result(1.0, 5.0)), ("openblas 1t", result(0.05, 10.0))]))
+    table = to_markdown(bench.curve_table([("stock", result(1.0, 5.0)), ("openblas 1t", result(0.05, 10.0))]))
     lines = table.splitlines()
     assert lines[0].startswith("| config | T=1 ms") and len(lines) == 4
     assert "| stock | 100.0 (1.00x)" in lines[2] and "| 16.00 | 5.0 | 1.00x |" in lines[2]

@@ -11,7 +11,8 @@ import pytest
 from mlx.utils import tree_flatten
 
 import tiny
-from spec.target import SpecError, load_target
+from spec.errors import SpecError
+from spec.target import load_target
 
 FAMILIES = json.loads((Path(__file__).parent / "families.json").read_text())
 NAMES = sorted(k for k in FAMILIES if not k.startswith("_"))

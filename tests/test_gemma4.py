@@ -15,7 +15,8 @@ from spec.drafter import block_embed_ids, training_mask
 from spec.dspark import load_dspark
 from spec.engine import Engine
 from spec.presets import get_preset
-from spec.target import SpecError, WindowKVCache, load_target
+from spec.errors import SpecError
+from spec.target import WindowKVCache, load_target
 
 WINDOW = 8  # the tiny target's sliding window: most prompts below cross it
 
@@ -207,12 +208,12 @@ def test_preset_is_supported():
 
 
 def test_distillation_data_of_a_gemma_target_is_its_greedy_answer(gemma, tmp_path):
-    from spec import train
+    from spec import distill
 
     t = gemma[0]
     prompts = [{"prompt": "a question for gemma", "domain": "chat"}, {"prompt": "and another", "domain": "math"}]
-    train.build_data(t, tmp_path, prompts, [1, 5], max_new_tokens=3 * WINDOW, batch=8)
-    for p, seq in zip(prompts, train.load_data(tmp_path)):
+    distill.build_data(t, tmp_path, prompts, [1, 5], max_new_tokens=3 * WINDOW, batch=8)
+    for p, seq in zip(prompts, distill.load_data(tmp_path)):
         assert seq.ids[seq.prompt_len :].tolist() == Engine(t).generate(p["prompt"], 3 * WINDOW).token_ids
         _, fresh = t(mx.array([seq.ids.tolist()]), t.make_cache(), [1, 5])
         assert mx.allclose(fresh[0].astype(mx.float16), mx.array(seq.taps), atol=2e-2)

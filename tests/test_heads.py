@@ -13,7 +13,7 @@ from spec.drafter import default_taps, layer_attention
 from spec.dspark import confident_prefix
 from spec.engine import Engine
 from spec.heads import HEADS, head_class
-from spec.target import SpecError
+from spec.errors import SpecError
 from spec.verify import Sampling
 
 HEAD = {"hidden_size": 64, "num_hidden_layers": 5, "num_attention_heads": 4, "intermediate_size": 128,

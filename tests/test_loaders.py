@@ -10,7 +10,8 @@ import tiny
 from spec import load_dflash, load_dspark, load_pair, load_dflash_pair, greedy_generate, speculative_generate
 from spec.drafter import default_taps
 from spec.engine import Engine
-from spec.target import SpecError, load_target
+from spec.errors import SpecError
+from spec.target import load_target
 
 
 def copy_head(src, dst, edit_config=None, edit_weights=None):

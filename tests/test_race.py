@@ -6,9 +6,13 @@ import pytest
 
 from spec.dflash import load_dflash
 from spec.dspark import load_dspark
+from spec.calibrate import costs_for
 from spec.engine import Engine
-from spec.race import Arena, RaceSettings, results_table, run_race, verdict
-from spec.target import SpecError, load_target
+from spec.arena import Arena
+from spec.race import RaceSettings, run_race, verdict
+from spec.report import results_table
+from spec.errors import SpecError
+from spec.target import load_target
 
 
 @pytest.fixture(scope="module")
@@ -163,10 +167,12 @@ def test_lanes_step_in_busy_time_order_and_never_run_a_round_ahead(tiny_dir, mon
     draft. The scheduler steps the lane that has computed least; no live lane gets more than one of its
     own rounds ahead of another in engine time."""
     import spec.engine as engine
+    import spec.prefill as prefill
     from spec.target import Target
 
     fake = FakeTime()
     monkeypatch.setattr(engine, "time", fake)
+    monkeypatch.setattr(prefill, "time", fake)
     t = load_target(str(tiny_dir / "qwen3"))
     heads = {"dspark": load_dspark(str(tiny_dir / "dspark-qwen3"), t),
              "dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), t)}
@@ -260,7 +266,8 @@ def test_a_replay_changes_no_number(arena):
 
 SCRIPT = """
 import sys
-from spec.race import RaceSettings, load_preset_arena
+from spec.arena import load_preset_arena
+from spec.race import RaceSettings
 tiny = sys.argv[1]
 a = load_preset_arena("pocket", tiny + "/qwen3", tiny + "/dspark-qwen3", tiny + "/dflash-qwen3")
 print(list(a.race("hi", RaceSettings(max_new_tokens=6)))[-1].verdicts, flush=True)
@@ -308,7 +315,8 @@ def test_the_prompt_is_prefilled_once_for_all_lanes_in_chunks(arena, tiny_dir, m
     monkeypatch.setattr(Target, "__call__", real)
     t = arena.target
     for name, head in (("dspark", arena.heads["dspark"]), ("dflash", arena.heads["dflash"]), ("greedy", None)):
-        alone = arena.call(lambda: Engine(t, head, max_draft="auto" if head else 0).generate(prompt, 12))
+        alone = arena.call(lambda: Engine(t, head, max_draft="auto" if head else 0,
+                                           costs=costs_for(t, head, "auto")).generate(prompt, 12))
         assert end.results[name].token_ids == alone.token_ids, name
         assert end.results[name].prefill_seconds >= prefill[-1].clock  # each lane is billed the whole prefill
 
@@ -332,7 +340,7 @@ def test_a_preset_without_one_head_races_the_heads_it_has_and_says_why(tiny_dir,
     """A preset whose target has no published DSpark head (qwen3.5) loads its DFlash head only; the arena
     names the missing lane's reason, and the race runs DFlash against greedy."""
     from spec import presets
-    from spec.race import load_preset_arena
+    from spec.arena import load_preset_arena
 
     gap = presets.Preset("gap", str(tiny_dir / "qwen3"), "", str(tiny_dir / "dflash-qwen3"), missing="none published")
     monkeypatch.setitem(presets.PRESETS, "gap", gap)

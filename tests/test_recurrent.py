@@ -16,8 +16,10 @@ import tiny
 from spec.caches import RecurrentCache
 from spec.dflash import load_dflash
 from spec.dspark import load_dspark
+from spec.calibrate import costs_for
 from spec.engine import Engine
-from spec.target import SpecError, load_target
+from spec.errors import SpecError
+from spec.target import load_target
 from spec.verify import Sampling
 
 # LFM2's short-convolution layers (no recurrence: a conv state only). No LFM2 hub config is quoted in what we
@@ -110,7 +112,7 @@ def test_partial_acceptance_is_lossless_for_both_heads(pair, cap):
         rounds = []  # (landed, drafted) of every drafting round
         for seed in range(2):
             oracle = tiny.OracleHead(head, want, len(prompt), corrupt=0.25, seed=seed)
-            eng = Engine(t, oracle, max_draft=cap)
+            eng = Engine(t, oracle, max_draft=cap, costs=costs_for(t, oracle, cap))
             oracle.pos, oracle.rng = 0, random.Random(seed)  # calibration (auto) drafted with it too
             res = eng.generate(prompt, 48)
             assert res.token_ids == want, (head.kind, cap, seed)
@@ -128,13 +130,14 @@ def test_real_heads_are_lossless_at_every_cap_and_auto(pair):
         want = Engine(t).generate(prompt, 24).token_ids
         for head in (dflash, dspark):
             for cap in (1, 3, 0, "auto"):
-                assert Engine(t, head, max_draft=cap).generate(prompt, 24).token_ids == want, (head.kind, cap)
+                eng = Engine(t, head, max_draft=cap, costs=costs_for(t, head, cap))
+                assert eng.generate(prompt, 24).token_ids == want, (head.kind, cap)
 
 
 def test_a_shared_prefill_gives_each_engine_its_own_recurrent_state(pair):
     """A race prefills once and copies the cache to each engine: one engine's rounds must not move
     another's recurrent state (its slots live in a list)."""
-    from spec.engine import Prefill
+    from spec.prefill import Prefill
 
     t, dflash, dspark = pair
     prompt = [14, 15, 16, 17, 18]

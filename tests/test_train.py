@@ -7,12 +7,15 @@ import numpy as np
 import pytest
 from mlx.utils import tree_flatten
 
+from spec import distill
+from spec import head_init
 from spec import train
 from spec.dflash import load_dflash
 from spec.dspark import load_dspark
 from spec.engine import Engine
 from spec.prompts import build_sets, split_of
-from spec.target import SpecError, load_target
+from spec.errors import SpecError
+from spec.target import load_target
 from spec.vocab import DraftVocab
 
 PROMPTS = [{"prompt": f"question {i} about {w}", "domain": d}
@@ -23,12 +26,12 @@ PROMPTS = [{"prompt": f"question {i} about {w}", "domain": d}
 def setup(tiny_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("train")
     t = load_target(str(tiny_dir / "qwen3"))
-    train.build_data(t, root / "data", PROMPTS, [1, 3], max_new_tokens=24, batch=6, shard_size=6)
-    return t, train.load_data(root / "data"), root
+    distill.build_data(t, root / "data", PROMPTS, [1, 3], max_new_tokens=24, batch=6, shard_size=6)
+    return t, distill.load_data(root / "data"), root
 
 
 def config(t, kind):
-    return train.head_config(t, kind, layers=1, block_size=8 if kind == "dflash" else 5, taps=[1, 3],
+    return head_init.head_config(t, kind, layers=1, block_size=8 if kind == "dflash" else 5, taps=[1, 3],
                              mask_token_id=3, markov_rank=8)
 
 
@@ -53,7 +56,7 @@ def test_a_data_folder_made_for_other_prompts_is_refused(setup):
     before = sorted(p.stat().st_mtime_ns for p in (root / "data").glob("shard-*"))
     other = [dict(p, prompt=p["prompt"] + "?") for p in PROMPTS]  # same count, other prompts
     with pytest.raises(SpecError, match="other settings or prompts"):
-        train.build_data(t, root / "data", other, [1, 3], max_new_tokens=24, batch=6, shard_size=6)
+        distill.build_data(t, root / "data", other, [1, 3], max_new_tokens=24, batch=6, shard_size=6)
     assert sorted(p.stat().st_mtime_ns for p in (root / "data").glob("shard-*")) == before  # nothing lost
 
 
@@ -84,8 +87,8 @@ def test_loss_falls_and_head_reloads_bit_identically(setup, kind, tmp_path):
 @pytest.mark.parametrize("kind", ["dflash", "dspark"])
 def test_a_new_head_starts_as_the_top_of_its_target(setup, kind):
     t, _, _ = setup
-    head = train.new_head(t, train.head_config(t, kind, layers=2, taps=[1, 3], mask_token_id=3, markov_rank=8))
-    copied = train.init_from_target(head, t)
+    head = head_init.new_head(t, head_init.head_config(t, kind, layers=2, taps=[1, 3], mask_token_id=3, markov_rank=8))
+    copied = head_init.init_from_target(head, t)
     for mine, theirs in zip(head.layers, t.inner.layers[-2:]):  # draft layers 0, 1 = target layers L-2, L-1
         src = dict(tree_flatten(theirs.parameters()))
         assert all(mx.array_equal(v, src[k]).item() for k, v in tree_flatten(mine.parameters()))
@@ -97,7 +100,7 @@ def test_a_new_head_starts_as_the_top_of_its_target(setup, kind):
 
 def test_a_bad_draft_vocabulary_file_is_one_clear_error(setup, tmp_path):
     t, _, _ = setup
-    folder = train.export_head(train.new_head(t, config(t, "dflash")), config(t, "dflash"), tmp_path / "h")
+    folder = train.export_head(head_init.new_head(t, config(t, "dflash")), config(t, "dflash"), tmp_path / "h")
     (folder / "draft_vocab.json").write_text('{"token_ids": [1, 2, 99999]}')
     with pytest.raises(SpecError, match="within 0"):
         load_dflash(str(folder), t)
@@ -145,7 +148,7 @@ def test_training_never_sees_heldout_prompts():
 @pytest.mark.parametrize("kind", ["dflash", "dspark"])
 def test_answer_vocab_loss_equals_full_softmax_when_it_covers_everything(setup, kind):
     t, data, _ = setup
-    head = train.new_head(t, config(t, kind))
+    head = head_init.new_head(t, config(t, kind))
     V = t.vocab_size
     everything = DraftVocab.of(head, range(V))
     seq = data[0]
@@ -161,25 +164,25 @@ def test_soft_labels_are_the_targets_top_k_on_answer_rows(setup, tmp_path):
         logits, _ = t(mx.array([seq.ids.tolist()]), t.make_cache())
         logp = np.array(logits[0] - mx.logsumexp(logits[0], axis=-1, keepdims=True))[seq.prompt_len - 1 :]
         ids, got = seq.soft_ids[seq.prompt_len - 1 :], seq.soft_logp[seq.prompt_len - 1 :].astype(np.float32)
-        assert ids.shape == (len(seq.ids) - seq.prompt_len + 1, train.SOFT_K)
+        assert ids.shape == (len(seq.ids) - seq.prompt_len + 1, distill.SOFT_K)
         assert np.allclose(np.take_along_axis(logp, ids, -1), got, atol=2e-2)
         assert np.allclose(got.max(-1), logp.max(-1), atol=2e-2)  # the best is kept ...
-        assert (got >= np.sort(logp, -1)[:, -train.SOFT_K, None] - 2e-2).all()  # ... and only the top K
+        assert (got >= np.sort(logp, -1)[:, -distill.SOFT_K, None] - 2e-2).all()  # ... and only the top K
     # data made before soft labels: training with --soft says what to do
     old = tmp_path / "old"
     old.mkdir()
     for f in (root / "data").glob("shard-*"):
         tensors, meta = mx.load(str(f), return_metadata=True)
         mx.save_safetensors(str(old / f.name), {k: v for k, v in tensors.items() if not k.startswith("soft")}, meta)
-    assert train.load_data(old)[0].soft_ids is None
+    assert distill.load_data(old)[0].soft_ids is None
     with pytest.raises(SpecError, match="soft labels"):
-        train.fit(t, train.load_data(old), tmp_path / "r", train.TrainSettings(steps=1, soft=0.5), config(t, "dflash"))
+        train.fit(t, distill.load_data(old), tmp_path / "r", train.TrainSettings(steps=1, soft=0.5), config(t, "dflash"))
 
 
 @pytest.mark.parametrize("kind", ["dflash", "dspark"])
 def test_soft_loss_is_the_hard_loss_when_the_target_is_certain(setup, kind):
     t, data, _ = setup
-    head = train.new_head(t, config(t, kind))
+    head = head_init.new_head(t, config(t, kind))
     seq = data[0]
     vocab = DraftVocab.of(head, train.answer_vocab(data))
     args = (mx.array(seq.ids), mx.array(seq.taps), mx.array(train.sample_anchors(np.random.default_rng(0), seq, 6)),

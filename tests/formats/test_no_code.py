@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from spec import load_dflash, load_dspark
-from spec.target import SpecError, load_target
+from spec.errors import SpecError
+from spec.target import load_target
 
 ZLAB, DSPARK, QWEN = "z-lab/Qwen3-4B-DFlash-b16", "deepseek-ai/dspark_qwen3_4b_block7", "mlx-community/Qwen3-4B-8bit"
 CODE_FILES = ("dflash.py", "modeling_dflash.py", "utils.py", "modeling.py", "tokenization_custom.py")

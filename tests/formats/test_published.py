@@ -14,7 +14,8 @@ import shrunk
 import tiny
 from spec import (DFLASH_PRESETS, PRESETS, dflash_generate, greedy_generate, load_dflash, load_dspark,
                   speculative_generate)
-from spec.target import SpecError, load_target
+from spec.errors import SpecError
+from spec.target import load_target
 
 PROMPT = "Why is the sky blue?"
 N = 8  # new tokens per check: the shrunk targets keep their 151,936 / 262,144-token 8-bit output layers

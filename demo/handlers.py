@@ -1,0 +1,215 @@
+"""What the page's events do, over the Stage every session shares: race, replay, stop, sweep, load a
+model, and the first start's preparation. UI only: the races and loads themselves live in spec.
+
+demo/app.py builds the layout and wires each event under its components to a method here; the few
+components a handler reads (the prompt, the knobs, the sweep's inputs) are handed over by `bind`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator
+
+import gradio as gr
+
+from demo.controls import RUN_LABEL, armed
+from demo.download import download_question, to_download
+from demo.export import save_results
+from demo.exposure import REFUSED
+from demo.knobs import page_values, settings_of
+from demo.lanes import LANES, esc
+from demo.stage import Choice, Stage, describe, preparation_html, preset_note
+from demo.status import error_html
+from demo.sweep_tab import busy, run_sweep
+from demo.view import View, idle_lanes
+from spec.errors import SpecError
+
+STREAM_EVERY = 0.12  # seconds between page updates while racing (every round would flood the socket)
+PREPARING = "still preparing the model: Run starts as soon as it is ready (the steps show above)"
+WAITING = ('<div class="status queued"><span class="pulse wait"></span><b>Preparing the model</b>: Run starts '
+           "as soon as it is ready (the steps show above).</div>")
+READY = '<div class="status">Ready.</div>'
+WAIT_LABEL = "Preparing…"
+
+
+class Handlers:
+    def __init__(self, stage: Stage):
+        self.stage = stage
+        self.prompt = self.auto = None
+        self.controls: dict[str, Any] = {}
+        self.sweep_inputs: list = []
+
+    def bind(self, prompt: Any, auto: Any, controls: dict[str, Any], sweep_inputs: list) -> None:
+        """The components whose values the handlers read from an event's `data`."""
+        self.prompt, self.auto, self.controls, self.sweep_inputs = prompt, auto, controls, sweep_inputs
+
+    # -- the race ----------------------------------------------------------------------------------
+
+    def message(self, status: str, error: str = "", reset: bool = False) -> tuple:
+        """Status + error; the lanes keep the last race (or go back to idle when this one never began)."""
+        lanes = idle_lanes(self.stage) if reset else [gr.skip()] * (2 * len(LANES))
+        return (f'<div class="status">{esc(status)}</div>', error_html(error), *lanes, gr.skip(), gr.skip(),
+                gr.skip())
+
+    def arm(self, request: gr.Request) -> tuple:
+        """Run clicked: forget a Stop pressed earlier while nothing of ours was queued; Run off, Stop on."""
+        self.stage.cancelled.discard(request.session_hash)
+        return armed(busy=self.stage.owner is not None)
+
+    def run(self, data: dict, request: gr.Request) -> Iterator[tuple]:
+        """Drain the arena's events into the page, a few updates a second (data: {component: value})."""
+        stage, prompt_text = self.stage, data[self.prompt]
+        sid = request.session_hash if request else None
+        if sid in stage.cancelled:
+            stage.cancelled.discard(sid)
+            yield self.message("Stopped before it started.")
+            return
+        arena = stage.arena
+        if arena is None:
+            msg = stage.tell(PREPARING if stage.preparing else stage.error or
+                             "no model is loaded: pick a preset in Settings")
+            gr.Warning(msg, duration=10)
+            yield self.message("Not run.", msg)
+            return
+        view: View | None = None
+        try:
+            settings = settings_of(page_values(data, self.auto, self.controls))
+            if not prompt_text or not prompt_text.strip():
+                raise SpecError("the prompt is empty: type one or click an example")
+            view = View.for_arena(arena, settings)
+            yield view.outputs()
+            stage.owner, last, recorded = sid, 0.0, []
+            for ev in arena.race(prompt_text, settings):
+                recorded.append(ev)
+                if ev.kind == "finish":
+                    stage.record(sid, recorded)
+                view.feed(ev)
+                view.stopping = arena.stopping
+                now = time.monotonic()
+                if ev.kind != "round" or now - last >= STREAM_EVERY:
+                    last = now
+                    if ev.kind == "finish":
+                        view.files = save_results(view, prompt_text, settings, stage.names())
+                    yield view.outputs()
+        except Exception as e:  # a readable message in the page; the server keeps serving
+            msg = stage.tell(e)
+            gr.Warning(msg, duration=10)
+            if view is None or view.state == "waiting":
+                yield self.message("Not run.", msg, reset=view is not None)
+            else:
+                yield (*view.outputs()[:1], error_html(msg), *view.outputs()[2:])
+        finally:
+            if stage.owner == sid:
+                stage.owner = None
+
+    def replay_last(self, request: gr.Request) -> Iterator[tuple]:
+        """The session's last race again, each lane's rounds at the moments its own engine reached them."""
+        from spec.race import replay as replayed
+
+        events = self.stage.recordings.get(request.session_hash if request else None)
+        if not events:
+            yield self.message("Nothing to replay yet: run a race to the end first.")
+            return
+        view = View.for_replay(events, getattr(self.stage.arena, "missing", {}))
+        last = 0.0
+        for ev in replayed(events):
+            view.feed(ev)
+            now = time.monotonic()
+            if ev.kind != "round" or now - last >= STREAM_EVERY:
+                last = now
+                yield view.outputs()
+
+    def stop(self, request: gr.Request) -> None:
+        """Stop our own race within one round (or our queued run before it starts); never someone else's."""
+        sid = request.session_hash
+        if self.stage.owner == sid and self.stage.arena is not None:
+            self.stage.arena.stop()
+        else:
+            self.stage.cancelled.add(sid)
+
+    # -- the sweep ---------------------------------------------------------------------------------
+
+    def arm_sweep(self, request: gr.Request) -> tuple:
+        self.stage.cancelled.discard(request.session_hash)
+        return busy(True)
+
+    def sweep_page(self, data: dict, request: gr.Request) -> Iterator[tuple]:
+        """The sweep tab's Run: its own prompts and length, the Settings' sampling and head knobs."""
+        domains, per_domain, own, sweep_max_new = (data[c] for c in self.sweep_inputs)
+        yield from run_sweep(self.stage, domains, per_domain, own, sweep_max_new,
+                             page_values(data, self.auto, self.controls), request=request)
+
+    # -- loading a model ---------------------------------------------------------------------------
+
+    def settled(self, shown: str, err: str = "") -> tuple:
+        """The Settings after a load, a refusal or a cancel: the error next to Load, no question open."""
+        return (gr.skip(), gr.skip(), error_html(err), gr.Dropdown(value=shown), gr.Group(visible=shown == "custom"),
+                preset_note(shown), gr.Group(visible=False), gr.skip(), gr.Button(visible=True),
+                *(gr.skip(),) * (2 + 2 * len(LANES)))
+
+    def ask_or_load(self, preset: str, target: str, dspark: str, dflash: str,
+                    progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple:
+        """Load, unless that downloads from the hub first: then ask, with the size (nothing starts yet)."""
+        if not self.stage.exposure.may_switch:
+            return self.settled(self.stage.serving, REFUSED)
+        choice = Choice.of(preset, target, dspark, dflash)
+        repos = to_download(choice)
+        if not repos:
+            return self.load(preset, target, dspark, dflash, progress)
+        ask = download_question(choice, repos)
+        return (gr.skip(), gr.skip(), "", gr.skip(), gr.skip(), gr.skip(), gr.Group(visible=True),
+                ask, gr.Button(visible=False), *(gr.skip(),) * (2 + 2 * len(LANES)))
+
+    def cancel_load(self) -> tuple:
+        return self.settled(self.stage.serving)
+
+    def load(self, preset: str, target: str, dspark: str, dflash: str,
+             progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple:
+        """Load a preset (or custom ids) next to the current arena; keep serving the old one on error.
+        The error shows once, next to the Load controls (no toast: they piled up)."""
+        stage = self.stage
+        if not stage.exposure.may_switch:
+            return self.settled(stage.serving, REFUSED)
+        if stage.preparing is not None:
+            return self.settled(stage.serving, f"{PREPARING}.")
+        choice = Choice.of(preset, target, dspark, dflash)
+        try:
+            progress(0.0, desc=f"loading {choice.label}")
+            stage.load(choice, lambda step, f: progress(f, desc=step))
+            err = ""
+        except Exception as e:
+            err = stage.failure(choice, e)
+        shown = preset if not err or preset == "custom" else stage.serving  # a failed custom load stays open to fix
+        lanes = [gr.skip()] * (2 * len(LANES)) if err else idle_lanes(stage)
+        return (describe(stage), gr.skip() if err else "", error_html(err), gr.Dropdown(value=shown),
+                gr.Group(visible=shown == "custom"), preset_note(shown), gr.Group(visible=False), gr.skip(),
+                gr.Button(visible=True), *knob_limits(stage), *lanes)
+
+    @staticmethod
+    def on_preset(preset: str) -> tuple:
+        return gr.Group(visible=preset == "custom"), preset_note(preset)
+
+    # -- a first start -----------------------------------------------------------------------------
+
+    def prepared(self) -> tuple:
+        """Every tick while the model is prepared: the steps, and Run off. Once ready (or failed): the
+        header, the lanes, the sliders' limits, Run on, and the timer off."""
+        stage = self.stage
+        if stage.preparing is not None:
+            return (gr.HTML(preparation_html(stage), visible=True), describe(stage), gr.skip(), WAITING,
+                    gr.Button(WAIT_LABEL, interactive=False), *(gr.skip(),) * 2, *(gr.skip(),) * (2 * len(LANES)),
+                    gr.skip())
+        return (gr.HTML("", visible=False), describe(stage), error_html(stage.error), READY,
+                gr.Button(RUN_LABEL, interactive=True), *knob_limits(stage), *idle_lanes(stage),
+                gr.Timer(active=False))
+
+
+def block_sizes(stage: Stage) -> tuple[int, int]:
+    heads = stage.arena.heads if stage.arena is not None else {}
+    return (int(getattr(heads.get("dspark"), "max_drafts", 16) or 16),
+            int(getattr(heads.get("dflash"), "max_drafts", 16) or 16))
+
+
+def knob_limits(stage: Stage) -> tuple:
+    cap_max, len_max = block_sizes(stage)
+    return gr.Slider(maximum=cap_max), gr.Slider(maximum=len_max)

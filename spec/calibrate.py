@@ -1,0 +1,166 @@
+"""The measured costs that `auto` weighs (spec.autodraft), once per target, head, machine, MLX and BLAS.
+
+Measuring builds Engines; an Engine takes its costs: so this module sits above both, and callers that
+run "auto" resolve the costs here first (`costs_for`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import statistics
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+import mlx.core as mx
+
+from .autodraft import Acceptance, Costs
+from .engine import Engine, draft_length
+from .progress import Progress, quiet
+from .verify import Sampling
+
+HEAD_NAMES = {"dspark": "DSpark", "dflash": "DFlash"}
+# one per domain: a prior from one domain (code) was far too hopeful for chat
+CALIBRATION_PROMPTS = ("Explain why the sky is blue to a ten-year-old.",
+                       "Write a Python function that returns the n-th Fibonacci number, then explain it.",
+                       "A train travels 180 km in 2.5 hours. What is its average speed? Show the steps.")
+VERSION = 6  # bump when what calibrate() measures changes
+
+
+
+def _ms(fn: Any) -> float:
+    tic = time.perf_counter()
+    fn()
+    return 1000 * (time.perf_counter() - tic)
+
+
+def calibrate(target: Any, head: Any, runs: int = 11, context: int = 64,
+              progress: Callable[[float], None] = lambda f: None) -> Costs:
+    """Measure the costs on a warm cache of `context` tokens and the acceptance prior (seconds).
+
+    A drafting round is timed as the loop runs it, the head's drafts and their verify in one
+    evaluation (timed apart, each with its own sync, they cost ~8% more); verify[k] is that round less
+    the drafting alone. The machine's speed drifts while it measures, and what the chooser needs is the
+    ratio of one cost to another: so every run times a bare 1-row forward, each drafting round, each
+    draft length and a few pipelined plain steps in turn (the first run warms up), and each cost is the
+    median of its runs. Eleven of them: with five, a drafting round's cost over a plain step moved 4-5%
+    from one calibration to the next on pocket, and the result is kept: one that put DFlash's rounds of
+    1 and 2 drafts 5% too dear left a math prompt parked for a day where cap 2 gains 7-12%."""
+    K = head.max_drafts
+    ids = [int(i) % target.vocab_size for i in target.encode_chat(CALIBRATION_PROMPTS[1])]
+    ids = (ids * (context // len(ids) + 1))[: context + K + 1]
+    cache = target.make_cache()
+    _, taps = target(mx.array([ids[:context]]), cache, head.config.target_layer_ids)
+    mx.eval(taps)
+    dcache = head.make_cache()
+    mx.eval(head.propose(dcache, taps, ids[context], 1, Sampling(), None)[0])  # context into the head's cache
+
+    def forward() -> None:
+        logits, _ = target(mx.array([ids[context : context + 1]]), cache, head.config.target_layer_ids)
+        mx.eval(logits)
+        target.trim(cache, 1)
+
+    def draft(k: int) -> mx.array:
+        return head.propose(dcache, None, ids[context], k, Sampling(), None)[0]
+
+    def drafting_round(k: int) -> None:
+        d = draft(k)
+        logits, _ = target(mx.concatenate([mx.array(ids[context : context + 1], dtype=d.dtype), d])[None], cache,
+                           head.config.target_layer_ids)
+        mx.eval(logits)
+        target.trim(cache, k + 1)
+
+    def plain_step() -> float:  # a parked round runs pipelined, like plain decoding: its steady rounds
+        rounds = list(Engine(target).start(ids[:context], 10))  # (the prefill, the pipeline's first and last left out)
+        return 1000 * statistics.median(r.seconds for r in rounds[2:-1])
+
+    def one_run() -> list[float]:  # a bare forward, rounds 1..K, drafts 1..K, a plain step
+        return ([_ms(forward)] + [_ms(lambda k=k: drafting_round(k)) for k in range(1, K + 1)]
+                + [_ms(lambda k=k: mx.eval(draft(k))) for k in range(1, K + 1)] + [plain_step()])
+
+    steps = runs + 1 + len(CALIBRATION_PROMPTS)  # the runs, then the acceptance prior's generations
+    runs_ms = []
+    for i in range(runs + 1):
+        runs_ms.append(one_run())
+        progress((i + 1) / steps)
+    runs_ms = runs_ms[1:]  # the first one warms up
+    med = [statistics.median(column) for column in zip(*runs_ms)]
+    drafts = [0.0] + med[K + 1 : 2 * K + 1]
+    verify = [m - d for m, d in zip(med[: K + 1], drafts)]  # a round less its drafting
+    verify[0] = min(verify[0], med[-1])
+    seen = Acceptance([0.0] * K, strength=0.0)
+    for i, prompt in enumerate(CALIBRATION_PROMPTS):
+        res = Engine(target, head).generate(prompt, 32)
+        for d, a in zip(res.drafted, res.accept_lengths):
+            seen.observe(d, a - 1)
+        progress((runs + 2 + i) / steps)
+    return Costs(monotone(verify, rising=True), monotone(drafts, rising=True),
+                 monotone([(a + 1) / (t + 2) for a, t in zip(seen.accepted, seen.tried)], rising=False))
+
+
+def monotone(values: list[float], rising: bool) -> list[float]:
+    """Timing noise and sparse counts smoothed the way the quantities behave: a wider verify or a longer
+    draft never costs less (running max); a later draft is not more likely to survive than an earlier
+    one once they did (running min; the counts behind the prior get a uniform Beta(1, 1) first)."""
+    out, edge = [], None
+    for v in values:
+        edge = v if edge is None else (max(edge, v) if rising else min(edge, v))
+        out.append(edge)
+    return out
+
+
+def calibration_key(target: Any, head: Any) -> str:
+    """What the costs depend on: the target, the head, the machine, MLX and the BLAS."""
+    from .cpu import blas_info, cpu_name
+
+    cpu = cpu_name()
+    facts = {"version": VERSION, "target": target.name, "target_config": target.config,
+             "head": head.config.raw, "draft_vocab": None if head.draft_ids is None else len(head.draft_ids),
+             "machine": [platform.machine(), cpu], "device": str(mx.default_device()), "mlx": mx.__version__,
+             "blas": blas_info()}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def calibration_dir() -> Path:
+    """Where measured costs are kept: $SPEC_ARENA_CALIBRATION, else calibration/ in the model cache.
+    (The test suite points it at a temporary folder: its random models would pile up there.)"""
+    from .pocket import cache_root
+
+    env = os.environ.get("SPEC_ARENA_CALIBRATION")
+    return Path(env).expanduser() if env else cache_root() / "calibration"
+
+
+def calibration_runs() -> int:
+    """Runs per cost: 11, or $SPEC_ARENA_CALIBRATION_RUNS (at least 3; the test suite uses 3, where the
+    costs only need to exist, not to be this machine's best estimate)."""
+    return max(3, int(os.environ.get("SPEC_ARENA_CALIBRATION_RUNS") or 11))
+
+
+def cached_costs(target: Any, head: Any, folder: Path | None = None, progress: Progress = quiet) -> Costs:
+    """The costs of this pair on this machine: read from the cache, or calibrated and written there
+    (reported to `progress` as "calibrating DSpark" / "calibrating DFlash")."""
+    path = (folder or calibration_dir()) / f"{head.kind}-{calibration_key(target, head)}.json"
+    if path.exists():
+        try:
+            return Costs(**json.loads(path.read_text()))
+        except (ValueError, TypeError):
+            pass  # a damaged file: measure again
+    step = f"calibrating {HEAD_NAMES.get(head.kind, head.kind)}"
+    progress(step, 0.0)
+    costs = calibrate(target, head, runs=calibration_runs(), progress=lambda f: progress(step, f))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(costs)))
+    tmp.replace(path)
+    return costs
+
+
+def costs_for(target: Any, head: Any, max_draft: int | str, progress: Progress = quiet) -> Costs | None:
+    """The costs an Engine needs for `max_draft` ("auto": this pair's measured costs), else None."""
+    if head is None or draft_length(max_draft) != "auto":
+        return None
+    return cached_costs(target, head, progress=progress)

@@ -1,0 +1,81 @@
+"""`python -m spec race`: one race in the terminal, the lanes side by side, then the results table.
+
+  python -m spec race --prompt "Write a Python function that reverses a string."
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import race
+from .arena import load_preset_arena
+from .progress import Console
+from .race import RaceSettings, replay
+from .report import results_table
+
+
+def side_by_side(texts: dict[str, str], width: int = 40) -> str:
+    """Columns of wrapped text for a terminal."""
+    import textwrap
+
+    cols = {n: textwrap.wrap(t.replace("\n", " / "), width) or [""] for n, t in texts.items()}
+    depth = max(len(c) for c in cols.values())
+    lines = [" | ".join(n.ljust(width) for n in cols), "-+-".join("-" * width for _ in cols)]
+    for i in range(depth):
+        lines.append(" | ".join((c[i] if i < len(c) else "").ljust(width) for c in cols.values()))
+    return "\n".join(lines)
+
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m spec race", description=race.__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--prompt", required=True)
+    ap.add_argument("--preset", default="pocket")
+    ap.add_argument("--target")
+    ap.add_argument("--dspark")
+    ap.add_argument("--dflash")
+    ap.add_argument("--json", action="store_true", help="print the results table as JSON")
+    ap.add_argument("--replay", type=float, default=0.0, metavar="SPEED",
+                    help="then replay the race at its measured speed (1 = as fast as the engines ran, 2 = twice as "
+                         "fast): each lane's rounds printed when its own engine time reached them")
+    for f in RaceSettings.__dataclass_fields__.values():
+        if isinstance(f.default, bool):
+            if f.name != "baseline":
+                ap.add_argument("--" + f.name.replace("_", "-"), action="store_true")
+        else:
+            ap.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
+    ap.add_argument("--no-baseline", action="store_true")
+    a = ap.parse_args(argv)
+    settings = RaceSettings(**{k: getattr(a, k) for k in RaceSettings.__dataclass_fields__ if k != "baseline"},
+                            baseline=not a.no_baseline)
+    arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash, progress=Console())
+    try:
+        events = []
+        for ev in arena.race(a.prompt, settings):
+            if ev.kind == "done":
+                print(f"# {ev.engine} done: {ev.meter.tokens} tokens, accept {ev.meter.mean_accept:.2f}, "
+                      f"{ev.meter.tok_s:.1f} tok/s, finished at {ev.meter.clock:.2f} s of engine time", file=sys.stderr)
+            events.append(ev)
+        final = events[-1]
+        table = results_table(final.outcome, final.verdicts)
+        if a.json:
+            print(table.to_json(orient="records"))
+        else:
+            print(side_by_side({n: r.text for n, r in final.results.items()}))
+            print()
+            print(table.to_string(index=False))
+            print(f"\n{final.outcome.headline()}  Speedup: end to end (tokens per engine second, prefill included); "
+                  f"ties: within {100 * final.outcome.band:.0f}%.")
+        if a.replay:
+            print(f"\n# replay at {a.replay:g}x the measured speed")
+            for ev in replay(events, a.replay):
+                if ev.kind == "round":
+                    print(f"{ev.wall:7.2f} s  {ev.engine:<6} {ev.meter.tokens:4d} tokens  {ev.round.text!r}",
+                          flush=True)
+                elif ev.kind == "done":
+                    print(f"{ev.wall:7.2f} s  {ev.engine} finished", flush=True)
+    finally:
+        arena.close()
+    return 0

@@ -1,0 +1,142 @@
+"""Tables and result files, one writer for the race, the benches and training: markdown, the
+machine line, the spread of trials, and the files a bench leaves behind."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .outcome import Outcome
+from .sweep import grid
+
+
+def results_table(outcome: Outcome, verdicts: dict[str, str]) -> "Any":
+    """One row per engine (pandas), fastest first: place, the one speedup (end to end), accept length,
+    tokens, finish time, status, the lossless check; decode-only figures as labelled details."""
+    import pandas as pd
+
+    rows = []
+    for o in outcome.order:
+        rows.append({
+            "place": o.place_text,
+            "engine": "plain sampling" if outcome.sampled and o.engine == "greedy" else o.engine,
+            "speedup": rnd(o.speedup, 2),
+            "tok/s": round(o.tok_s, 1), "mean accept": rnd(o.mean_accept, 2), "tokens": o.tokens,
+            "rounds": o.rounds, "finish s": round(o.finish_seconds, 2), "status": o.status,
+            "vs plain sampling" if outcome.sampled else "lossless (vs greedy)":
+                verdicts.get(o.engine, "its own sample" if outcome.sampled else "reference"),
+            "decode tok/s": round(o.decode_tok_s, 1), "decode speedup": rnd(o.decode_speedup, 2),
+            "prefill s": round(o.prefill_seconds, 3), "prompt tokens": o.prompt_tokens,
+        })
+    return pd.DataFrame(rows)
+
+
+
+def rnd(x: float | None, digits: int) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def to_markdown(df: Any) -> str:
+    """GitHub markdown table (pandas' to_markdown needs `tabulate`, which we do not depend on)."""
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+
+def machine_line() -> str:
+    from .cpu import cpu_name
+
+    cpu = cpu_name()
+    try:
+        from importlib.metadata import version
+
+        mlx = f"mlx {version('mlx')}"
+    except Exception:
+        mlx = "mlx"
+    try:
+        load = f", load average {os.getloadavg()[0]:.2f} at start"
+    except (AttributeError, OSError):
+        load = ""
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), {mlx}{load}"
+
+
+
+def spread(values: list[float]) -> float:
+    """How far one trial's figure strays: the median absolute deviation from the median, as a share of
+    it (NaN for one trial). The bench's resolution: a difference between two rows smaller than about
+    this is the machine's noise, not the methods'."""
+    if len(values) < 2:
+        return float("nan")
+    mid = float(np.median(values))
+    return float(np.median([abs(v - mid) for v in values])) / mid
+
+
+
+def write_outputs(runs: "Any", table: "Any", out: Path, header: str) -> list[Path]:
+    """table.md / table.csv / table.json / runs.csv and speedup.png in `out`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    wide = table.pivot(index="method", columns="domain", values=["accept", "tok/s", "speedup"])
+    md = (header + "\n\naccept / tok/s / speedup vs our greedy (end to end: tokens per second, prefill included)\n\n"
+          + to_markdown(grid(table)) + "\n")
+    mix = length_mix(runs)
+    if mix:
+        md += "\nchosen draft lengths of the auto rows, share of rounds (0 = parked: a plain target step):\n" + mix
+    if "spread" in runs and runs["spread"].notna().any():
+        by_domain = runs.groupby("domain", sort=False)["spread"].median()
+        md += ("\ntrial-to-trial spread of a run's tok/s (median absolute deviation of its trials, % of "
+               "their median; median over the runs): " + ", ".join(f"{d} {100 * v:.1f}%" for d, v in by_domain.items())
+               + "\n")
+    cost = table.groupby("method", sort=False)["draft % of verify"].median().dropna() \
+        if "draft % of verify" in table else None  # a sweep's races do not profile the drafter
+    if cost is not None and len(cost[cost > 0]):
+        md += "\ndrafter cost, median % of the verify forward: " + ", ".join(
+            f"{m} {v:.1f}%" for m, v in cost.items() if v > 0) + "\n"
+    paths = [out / "table.md", out / "table.csv", out / "table.json", out / "runs.csv", out / "speedup.png"]
+    paths[0].write_text(md)
+    table.to_csv(paths[1], index=False)
+    table.to_json(paths[2], orient="records", indent=1)
+    runs.to_csv(paths[3], index=False)
+    ax = wide["speedup"].loc[table["method"].unique()].plot.bar(figsize=(9, 4.5), rot=20)
+    ax.axhline(1.0, color="gray", lw=0.8)
+    ax.set_ylabel("speedup vs greedy (end to end)")
+    ax.set_title(header.splitlines()[0].lstrip("# "))
+    plt.tight_layout()
+    plt.savefig(paths[4], dpi=120)
+    plt.close()
+    return paths
+
+
+
+def length_mix(runs: "Any") -> str:
+    """For each auto method and domain: how often each draft length was chosen (markdown lines)."""
+    if "drafted" not in runs:
+        return ""
+    lines = []
+    for (method, domain), g in runs[runs["method"].str.endswith(" auto")].groupby(["method", "domain"], sort=False):
+        ks = [int(k) for text in g["drafted"].fillna("") for k in str(text).split()]
+        if ks:
+            share = {k: ks.count(k) / len(ks) for k in sorted(set(ks))}
+            lines.append(f"- {method}, {domain}: " + ", ".join(f"{k}: {100 * v:.0f}%" for k, v in share.items()))
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+
+def header_of(a: argparse.Namespace, what: str) -> str:
+    """A results file's first lines: what ran, on which models, where and when."""
+    from .cpu import blas_info
+
+    return (f"# {a.preset if not a.target else a.target}: {what}\n{machine_line()}; BLAS {blas_info()}; "
+            f"{time.strftime('%Y-%m-%d')}")
