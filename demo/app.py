@@ -155,8 +155,10 @@ def build_demo(stage: Stage) -> gr.Blocks:
         load_btn.click(h.ask_or_load, load_in, load_out, **load_args)
         confirm_btn.click(h.load, load_in, load_out, **load_args)
         cancel_btn.click(h.cancel_load, None, load_out, queue=False, **private)
-        ticks.tick(h.prepared, None, [preparing, header, errors, status, run_btn, *lengths, *lane_out, ticks],
-                   queue=False, **private)
+        # The page as built shows the server's first moments; each visit and tick brings it up to date.
+        now = [preparing, header, errors, status, run_btn, *lengths, *lane_out, ticks]
+        demo.load(h.prepared, None, now, queue=False, **private)
+        ticks.tick(h.prepared, None, now, queue=False, **private)
         register(demo, stage)
     return demo
 

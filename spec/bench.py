@@ -1,7 +1,8 @@
 """`python -m spec bench ...`: one entry point for every benchmark (docs/benchmarks.md lists them).
 
 The head to head (spec.head_to_head) by default; --curve (spec.curve_bench), --race-vs-solo, --prefill
-and --sweep (spec.race_bench), --rollback (spec.rollback_bench), --noise (spec.noise_bench).
+and --sweep (spec.race_bench), --rollback (spec.rollback_bench), --noise (spec.noise_bench),
+--calibration (spec.calibration_bench).
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ def main(argv: list[str]) -> int:
     h.add_argument("--max-new-tokens", type=int, default=96)
     h.add_argument("--temperature", type=float, default=0.0)
     h.add_argument("--out", default="bench-results")
+    h.add_argument("--methods", default="", metavar="WORDS",
+                   help="only the rows whose name holds one of these comma-separated words (e.g. 'mlx-lm,auto'); "
+                        "our greedy, the reference, always runs")
     h.add_argument("--vocab-ablation", action="store_true",
                    help="also run the full-block rows drafting over the whole vocabulary (the drafter cost it saves)")
     h.add_argument("--sweep", action="store_true",
@@ -47,6 +51,9 @@ def main(argv: list[str]) -> int:
     h.add_argument("--rollback", action="store_true",
                    help="instead: what taking rejected drafts back costs per draft length, on dense, hybrid and MoE "
                         "random targets (or --model)")
+    h.add_argument("--calibration", action="store_true",
+                   help="instead: what a first start's calibration costs by part, and what fewer runs would change "
+                        "(each head of --preset; $SPEC_ARENA_CALIBRATION_RUNS runs, default 11)")
     h.add_argument("--noise", action="store_true",
                    help="instead: the same races run --trials times; the speedup's run-to-run spread and the tie "
                         "floor the page uses (writes assets/bench/noise/ with --out assets/bench/noise)")
@@ -73,6 +80,10 @@ def main(argv: list[str]) -> int:
         return run_rollback([args.model] if args.model else None, Path(args.out), args.runs)
     if args.sweep:
         return run_sweep(args)
+    if args.calibration:
+        from .calibration_bench import run as run_calibration
+
+        return run_calibration(args)
     if args.noise:
         from .noise_bench import run as run_noise
 

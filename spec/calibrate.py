@@ -50,6 +50,16 @@ def calibrate(target: Any, head: Any, runs: int = 11, context: int = 64,
     median of its runs. Eleven of them: with five, a drafting round's cost over a plain step moved 4-5%
     from one calibration to the next on pocket, and the result is kept: one that put DFlash's rounds of
     1 and 2 drafts 5% too dear left a math prompt parked for a day where cap 2 gains 7-12%."""
+    steps = runs + 1 + len(CALIBRATION_PROMPTS)  # the runs (one warms up), then the prior's generations
+    runs_ms = timed_runs(target, head, runs, context, lambda i: progress((i + 1) / steps))
+    prior = acceptance_prior(target, head, lambda i: progress((runs + 2 + i) / steps))
+    return costs_of(runs_ms, head.max_drafts, prior)
+
+
+def timed_runs(target: Any, head: Any, runs: int = 11, context: int = 64,
+               done: Callable[[int], None] = lambda i: None) -> list[list[float]]:
+    """`runs` runs (after one that warms up), each: a bare forward, drafting rounds 1..K, drafts 1..K and
+    a pipelined plain step, in ms (spec.calibration_bench reads them raw)."""
     K = head.max_drafts
     ids = [int(i) % target.vocab_size for i in target.encode_chat(CALIBRATION_PROMPTS[1])]
     ids = (ids * (context // len(ids) + 1))[: context + K + 1]
@@ -82,24 +92,32 @@ def calibrate(target: Any, head: Any, runs: int = 11, context: int = 64,
         return ([_ms(forward)] + [_ms(lambda k=k: drafting_round(k)) for k in range(1, K + 1)]
                 + [_ms(lambda k=k: mx.eval(draft(k))) for k in range(1, K + 1)] + [plain_step()])
 
-    steps = runs + 1 + len(CALIBRATION_PROMPTS)  # the runs, then the acceptance prior's generations
     runs_ms = []
     for i in range(runs + 1):
         runs_ms.append(one_run())
-        progress((i + 1) / steps)
-    runs_ms = runs_ms[1:]  # the first one warms up
+        done(i)
+    return runs_ms[1:]  # the first one warms up
+
+
+def costs_of(runs_ms: list[list[float]], K: int, prior: list[float]) -> Costs:
+    """Each cost the median of its runs; verify[k] a drafting round less its drafting alone."""
     med = [statistics.median(column) for column in zip(*runs_ms)]
     drafts = [0.0] + med[K + 1 : 2 * K + 1]
-    verify = [m - d for m, d in zip(med[: K + 1], drafts)]  # a round less its drafting
+    verify = [m - d for m, d in zip(med[: K + 1], drafts)]
     verify[0] = min(verify[0], med[-1])
+    return Costs(monotone(verify, rising=True), monotone(drafts, rising=True), prior)
+
+
+def acceptance_prior(target: Any, head: Any, done: Callable[[int], None] = lambda i: None) -> list[float]:
+    """How often each draft position lands on the calibration prompts (one per domain), smoothed."""
+    K = head.max_drafts
     seen = Acceptance([0.0] * K, strength=0.0)
     for i, prompt in enumerate(CALIBRATION_PROMPTS):
         res = Engine(target, head).generate(prompt, 32)
         for d, a in zip(res.drafted, res.accept_lengths):
             seen.observe(d, a - 1)
-        progress((runs + 2 + i) / steps)
-    return Costs(monotone(verify, rising=True), monotone(drafts, rising=True),
-                 monotone([(a + 1) / (t + 2) for a, t in zip(seen.accepted, seen.tried)], rising=False))
+        done(i)
+    return monotone([(a + 1) / (t + 2) for a, t in zip(seen.accepted, seen.tried)], rising=False)
 
 
 def monotone(values: list[float], rising: bool) -> list[float]:

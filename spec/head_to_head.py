@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -113,18 +113,20 @@ def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_n
 
 def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int = 3, max_new_tokens: int = 96,
                  temperature: float = 0.0, seed: int = 0, progress: bool = True,
-                 vocab_ablation: bool = False) -> "Any":
+                 vocab_ablation: bool = False, only: Sequence[str] = ()) -> "Any":
     """Every method on every prompt, `trials` times (median tok/s), after a warm-up. The trials take
     turns (every method once, then again): a machine whose speed drifts slows all of them alike.
 
-    At T = 0 every method's tokens must equal our greedy baseline's: a mismatch raises."""
+    At T = 0 every method's tokens must equal our greedy baseline's: a mismatch raises. `only`: the rows
+    whose name holds one of these words (our greedy, the reference, always runs)."""
     import pandas as pd
     from tqdm import tqdm
 
     from .verify import Sampling
 
     sampling = Sampling(temperature, seed=seed)
-    ms = methods(heads, vocab_ablation)
+    ms = [m for m in methods(heads, vocab_ablation)
+          if m.kind == "greedy" or not only or any(w.lower() in m.name.lower() for w in only)]
     encoded = [(p["domain"], target.encode_chat(p["prompt"])) for p in prompts]
     for m in ms:  # warm-up: compile paths, fill allocator caches
         run_method(target, heads, m, encoded[0][1], 16, sampling)
@@ -166,7 +168,8 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
 def run_head_to_head(a: argparse.Namespace) -> int:
     prompts, runs = on_arena(a, lambda arena, prompts: arena.call(lambda: head_to_head(
         arena.target, arena.heads, prompts, trials=a.trials, max_new_tokens=a.max_new_tokens,
-        temperature=a.temperature, vocab_ablation=a.vocab_ablation)))
+        temperature=a.temperature, vocab_ablation=a.vocab_ablation,
+        only=[w.strip() for w in (a.methods or "").split(",") if w.strip()])))
     header = header_of(a, f"{len(prompts)} prompts, {a.trials} trials, {a.max_new_tokens} new tokens, "
                           f"T={a.temperature}")
     paths = write_outputs(runs, summarise(runs), Path(a.out), header)

@@ -45,3 +45,11 @@ def llama(tiny_dir):
     from spec.target import load_target
 
     return load_target(str(tiny_dir / "llama"))
+
+
+@pytest.fixture(scope="session")
+def pocket_home(tmp_path_factory) -> dict:
+    """The pocket app's model cache and calibration folder: empty for the first app of the session (a
+    first start), reused by later ones."""
+    home = tmp_path_factory.mktemp("pocket-home")
+    return {"SPEC_ARENA_CACHE": str(home / "cache"), "SPEC_ARENA_CALIBRATION": str(home / "calibration")}

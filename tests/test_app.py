@@ -305,6 +305,13 @@ STREAMING_JS = """() => {
 }"""
 
 
+def visit(page, url: str, timeout: float = 120_000) -> None:
+    """Open the app and wait until it has brought the page up to date and its model is ready (Run on)."""
+    page.goto(url)
+    page.wait_for_function("() => { const b = document.querySelector('#run'); return b && !b.disabled; }",
+                           timeout=timeout)
+
+
 @contextmanager
 def opened(browser, failure: str | None = None, size: tuple[int, int] | None = (1440, 1000)):
     """A new page (size: its viewport; None: Playwright's default), closed afterwards; when the test fails
@@ -347,7 +354,7 @@ def drive(page, url: str, long_tokens: int, short_tokens: int, hub_error: bool =
 
     from spec.prompts import load_prompts
 
-    page.goto(url)
+    visit(page, url)
     page.wait_for_selector("#run")
     page.get_by_role("tab", name="Code").click()
     example = load_prompts(ROOT / "assets" / "prompts" / "code.jsonl")[0]["prompt"]
@@ -437,7 +444,7 @@ def test_browser_domain_sweep_fills_every_domain(app, browser):
     from playwright.sync_api import expect
 
     with opened(browser) as page:
-        page.goto(app.url)
+        visit(page, app.url)
         page.get_by_role("tab", name="Domain sweep").click()
         for box, value in (("#sweep-per-domain", 1), ("#sweep-max-new", 16)):
             page.locator(f"{box} input[type=number]").fill(str(value))
@@ -460,7 +467,7 @@ def test_closing_the_page_mid_race_frees_the_arena(app, browser):
     from gradio_client import Client
 
     page = browser.new_page()
-    page.goto(app.url)
+    visit(page, app.url)
     page.wait_for_selector("#run")
     page.fill("#prompt textarea", "Tell me a long story.")
     page.locator("#settings button.label-wrap").click()
@@ -473,7 +480,7 @@ def test_closing_the_page_mid_race_frees_the_arena(app, browser):
 
 
 @pytest.fixture(scope="module")
-def pocket_app(tmp_path_factory, browser):
+def pocket_app(tmp_path_factory, browser, pocket_home):
     from spec.presets import resolve
     from spec.errors import SpecError
 
@@ -482,11 +489,11 @@ def pocket_app(tmp_path_factory, browser):
             resolve("pocket", kind)
     except SpecError as e:
         pytest.skip(str(e))
-    cold = tmp_path_factory.mktemp("pocket")  # a first start: no converted target, no measured costs
-    app = App(["--preset", "pocket"], cold / "app.log", timeout=60, ready=False,
-              env={"SPEC_ARENA_CACHE": str(cold / "cache"), "SPEC_ARENA_CALIBRATION": str(cold / "calibration")})
+    cold = not Path(pocket_home["SPEC_ARENA_CALIBRATION"]).exists()
+    app = App(["--preset", "pocket"], tmp_path_factory.mktemp("pocket") / "app.log", timeout=60, ready=False,
+              env=pocket_home)
     try:
-        app.first_look = first_look(browser, app.url)
+        app.first_look = first_look(browser, app.url) if cold else None
         app.wait_ready(600)
     except BaseException:
         app.close()
@@ -500,7 +507,7 @@ def first_look(browser, url: str) -> dict:
     out = {}
     for size, name in (((1440, 1000), "app-pocket-preparing.png"), ((390, 844), "app-pocket-preparing-phone.png")):
         with opened(browser, "app-pocket-preparing-failure.png", size) as page:
-            page.goto(url)
+            page.goto(url)  # no waiting for the model: this is the page while it prepares
             page.wait_for_selector("#preparing li:has-text('calibrating')", timeout=300_000)
             out[name] = {"run disabled": page.locator("#run").is_disabled(), "run": page.locator("#run").inner_text(),
                          "status": page.locator("#status").inner_text(),
@@ -516,6 +523,8 @@ def test_a_cold_start_answers_at_once_and_says_what_it_prepares(pocket_app):
     """Empty model cache and calibration folder: the URL answers within seconds; the page lists the steps
     (converting the pocket target, calibrating each head) with their progress while Run waits; the console
     shows the same steps as progress bars, and the page races once they are done (the tests below)."""
+    if pocket_app.first_look is None:
+        pytest.skip("another pocket app of this session started first")
     assert pocket_app.answered < 20, f"the URL answered after {pocket_app.answered:.0f} s"
     for name, look in pocket_app.first_look.items():
         assert look["run disabled"] and look["run"] == "Preparing…", (name, look)
@@ -574,7 +583,7 @@ def test_browser_the_lanes_move_on_one_clock(browser, pocket_app):
     from playwright.sync_api import expect
 
     with opened(browser, "app-pocket-clock-failure.png", size=(1440, 1100)) as page:
-        page.goto(pocket_app.url)
+        visit(page, pocket_app.url)
         page.wait_for_selector("#run")
         page.fill("#prompt textarea", "Write a Python function that checks whether a number is prime.")
         page.locator("#settings button.label-wrap").click()

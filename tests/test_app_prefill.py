@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from test_app import app, browser, opened, pocket_app, wait_done  # noqa: F401 (fixtures)
+from test_app import app, browser, opened, pocket_app, visit, wait_done  # noqa: F401 (fixtures)
 
 LONG = " ".join(f"Paragraph {i}: the committee reviewed the river survey, the bridge inspection and the budget "
                 f"for the coming season, and asked for a short summary of each item." for i in range(60))
@@ -19,7 +19,7 @@ LONG = " ".join(f"Paragraph {i}: the committee reviewed the river survey, the br
 def page_of(browser, url: str, failure: str):
     """A desktop-sized page on url, settled (values typed while the page starts are lost)."""
     with opened(browser, failure) as page:
-        page.goto(url)
+        visit(page, url)
         page.wait_for_selector("#run")
         page.wait_for_load_state("networkidle")
         yield page

@@ -155,3 +155,12 @@ def test_the_rollback_bench_targets_keep_the_published_layer_patterns():
     expect = {"dense (Qwen3-8B)": 0, "hybrid (Qwen3.5-4B)": 24, "hybrid MoE (Qwen3.5-35B-A3B)": 30}
     for name, want in expect.items():
         assert len(random_target(targets[name]["config"]).recurrent) == want, name
+
+
+def test_methods_filter_keeps_the_reference(qwen3, tiny_dir):
+    from spec.dspark import load_dspark
+
+    head = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
+    runs = h2h.head_to_head(qwen3, {"dspark": head}, [{"domain": "code", "prompt": "hi"}], trials=1,
+                            max_new_tokens=4, progress=False, only=["auto", "mlx-lm"])
+    assert list(dict.fromkeys(runs["method"])) == ["greedy (ours)", "greedy (mlx-lm)", "DSpark auto"]

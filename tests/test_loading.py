@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from test_app import PROMPT, App, browser, opened  # noqa: F401  (browser: the shared fixture)
+from test_app import PROMPT, App, browser, opened, visit  # noqa: F401  (browser: the shared fixture)
 
 
 def tiny_args(tiny_dir: Path) -> list[str]:
@@ -36,7 +36,7 @@ def not_a_head(tiny_dir) -> Path:
 
 
 def open_settings(page, url: str) -> None:
-    page.goto(url)
+    visit(page, url)
     page.wait_for_selector("#run")
     page.locator("#settings button.label-wrap").click()
 
@@ -105,7 +105,7 @@ def test_browser_a_hub_preset_asks_before_downloading(app, browser):
 @pytest.mark.browser
 def test_browser_the_header_says_what_is_loaded_without_paths(app, browser, tiny_dir):
     with opened(browser, size=None) as page:
-        page.goto(app.url)
+        visit(page, app.url)
         chips = page.locator("#header").inner_text()
         assert "DFlash head: dflash-qwen3" in chips and "target: qwen3" in chips, chips
         assert str(tiny_dir) not in page.locator("#header").inner_html()

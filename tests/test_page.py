@@ -19,7 +19,7 @@ from demo.lanes import Lane, meters_html  # noqa: E402
 from demo.notes import below_greedy_html  # noqa: E402
 from demo.view import View  # noqa: E402
 from test_outcome import race, result  # noqa: E402
-from test_app import PROMPT, STREAMING_JS, app, artifacts, browser, opened, set_max_tokens, wait_done  # noqa: E402,F401
+from test_app import PROMPT, STREAMING_JS, app, artifacts, browser, opened, set_max_tokens, visit, wait_done  # noqa: E402,F401
 
 LANE_IDS = ("dspark", "dflash", "greedy")
 
@@ -31,7 +31,7 @@ def settings(page, want_open: bool) -> None:
 
 
 def fresh(page, url: str, tokens: int, prompt: str = PROMPT) -> None:
-    page.goto(url)
+    visit(page, url)
     page.wait_for_selector("#run")
     page.fill("#prompt textarea", prompt)
     settings(page, True)
@@ -120,7 +120,7 @@ def test_the_page_fits_a_phone_and_a_wide_screen(app, browser):
     from playwright.sync_api import expect
 
     with opened(browser, size=(390, 844)) as page:
-        page.goto(app.url)
+        visit(page, app.url)
         page.wait_for_selector("#meters-greedy .m")
         check_layout(page, 390)  # idle
         fresh(page, app.url, 8)
@@ -323,7 +323,7 @@ def test_the_sweep_stop_confirms_and_keeps_what_was_raced(app, browser):
     from playwright.sync_api import expect
 
     with opened(browser, "sweep-stop-failure.png") as page:
-        page.goto(app.url)
+        visit(page, app.url)
         page.get_by_role("tab", name="Domain sweep").click()
         expect(page.locator("#sweep-stop")).to_be_disabled()  # nothing runs: Stop is off
         box = page.locator("#sweep-max-new input[type=number]")
