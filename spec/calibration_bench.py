@@ -6,7 +6,9 @@ prior, timed by part: the drafting rounds and drafts (the head's own), the pipel
 target's alone: the part that two heads of one target could share), the prior's generations. Then, from
 the same runs, what fewer runs would have decided: for random subsets of n runs, how far a round's cost
 over a plain step moves (median absolute deviation from the all-runs value) and how often the draft
-length `auto` chooses differs, over a grid of acceptance rates (constant rates 0.2..0.9 and the prior).
+length `auto` chooses differs, over a grid of acceptance rates (constant rates 0.2..0.9 and the prior),
+and what that costs: the expected tokens per ms of the length chosen, by the all-runs costs, against the
+best length's (near-equal lengths trade places often and cost nothing).
 Subsets of one calibration miss the drift between calibrations minutes apart, so they understate what
 n runs would move: a shortening is safe only where even they say it changes nothing.
 """
@@ -20,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .autodraft import choose
+from .autodraft import choose, expected_tokens, round_ms
 from .calibrate import acceptance_prior, calibration_runs, costs_of, timed_runs
 from .report import header_of, to_markdown
 
@@ -47,20 +49,27 @@ def study(target: Any, head: Any, runs: int, ns: tuple[int, ...] = (3, 5, 7), se
     def choices(c: Any) -> list[int]:
         return [choose(c, g, K) for g in grids]
 
+    def pace(k: int, rates: list[float]) -> float:  # expected tokens per ms of a length, by the full costs
+        return expected_tokens(rates, k) / round_ms(full, k)
+
     want_ratio, want_choice = ratios(full), choices(full)
     rng = random.Random(seed)
     rows = []
     for n in [n for n in ns if n < runs] + [runs]:
-        moved, changed = [], 0
+        moved, changed, lost = [], 0, []
         for _ in range(SUBSETS):
             pick = rng.sample(runs_ms, n) if n < runs else rng.choices(runs_ms, k=n)  # n = all: a bootstrap
             c = costs_of(pick, K, prior)
             moved.append(statistics.median(abs(a / b - 1) for a, b in zip(ratios(c), want_ratio)))
-            changed += sum(a != b for a, b in zip(choices(c), want_choice))
+            got = choices(c)
+            changed += sum(a != b for a, b in zip(got, want_choice))
+            lost += [1 - pace(k, g) / pace(w, g) for k, w, g in zip(got, want_choice, grids)]
         rows.append({"head": head.kind, "runs": n,
                      "calibration s (est.)": round(n * statistics.mean(walls) + prior_s, 1),
                      "round/step ratio moves (median, %)": round(100 * statistics.median(moved), 1),
-                     "auto's choice differs (% of rates)": round(100 * changed / (SUBSETS * len(grids)), 1)})
+                     "auto's choice differs (% of rates)": round(100 * changed / (SUBSETS * len(grids)), 1),
+                     "speed lost by it (mean / 95th pct, %)": f"{100 * statistics.mean(lost):.1f} / "
+                                                               f"{100 * sorted(lost)[int(0.95 * len(lost))]:.1f}"})
     parts = {"head part s": round(head_s, 1), "target-only part s": round(target_s, 1),
              "prior s": round(prior_s, 1), "measured s": round(sum(walls) + prior_s, 1)}
     for row in rows:  # the parts belong to the one calibration measured: on its row (all runs) only
