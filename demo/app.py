@@ -24,11 +24,13 @@ import argparse
 import sys
 from pathlib import Path
 
-import gradio as gr
+if not __package__:  # run as a file (the old `python3 demo/app.py`): its imports are the package's
+    sys.exit("Spec Arena runs as a package now: python3 -m demo (from the project folder)")
+
+import gradio as gr  # noqa: E402 (and the imports below: the guard runs first)
 
 from demo.api import register
 from demo.controls import IN_VIEW_JS, RUN_LABEL, SUBMIT_HINT, armed, released
-from demo.copy import FOOT, HERO, LEGEND
 from demo.exposure import REFUSED, Exposure
 from demo.handlers import READY, WAIT_LABEL, WAITING, Handlers, block_sizes
 from demo.knobs import DRAFT_KNOBS, fixed_lengths, page_controls
@@ -36,6 +38,7 @@ from demo.lanes import LANES, esc
 from demo.stage import Choice, Stage, describe, examples, preparation_html, preset_choices, preset_note
 from demo.status import error_html
 from demo.sweep_tab import busy, sweep_tab
+from demo.texts import FOOT, HERO, LEGEND
 from demo.view import DRAFTS, PLOT_ROUNDS, TABLE_COLUMNS, empty_table, idle_lanes
 
 DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}

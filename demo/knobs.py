@@ -41,6 +41,10 @@ KNOBS = (
          "below it", 0.0, 0, 0.95, 0.05),
     Knob("dflash_len", "DFlash draft length", "drafts per round; 0 = the full block", AUTO, 0, 16, 1,
          api="'auto' (the page's default) or a number of drafts per round, 0 = the full block"),
+    Knob("tree", "Tree drafts", "at most this many drafts a round, as a tree (auto: chain or tree, chosen each "
+         "round); 0 = chains", 16, 0, 16, 1,
+         api="drafts a round may verify as a tree of the head's likeliest guesses: at most this many with auto "
+             "(chain or tree chosen every round), exactly this many with a fixed length; 0 = chains only"),
     Knob("baseline", "Greedy baseline lane", "the target alone, the reference of every speedup", True),
     Knob("thinking", "Let the model think", "the chat template's enable_thinking (Qwen3's <think>)", False),
 )
@@ -62,7 +66,7 @@ def settings_of(values: dict[str, Any]) -> Any:
     return RaceSettings(max_new_tokens=tokens, temperature=float(v["temperature"]), top_p=float(v["top_p"]),
                         top_k=int(v["top_k"]), seed=int(v["seed"] or 0),
                         dspark_cap=draft_length(v["dspark_cap"]), dspark_threshold=float(v["dspark_threshold"]),
-                        dflash_len=draft_length(v["dflash_len"]), baseline=bool(v["baseline"]),
+                        dflash_len=draft_length(v["dflash_len"]), tree=int(v["tree"]), baseline=bool(v["baseline"]),
                         thinking=bool(v["thinking"]))
 
 

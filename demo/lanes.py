@@ -101,9 +101,9 @@ def meters_html(name: str, lane: Lane | None, speedup: float | None, absent: str
     badges = verdict_badge(lane.verdict) if name != "greedy" else (
         f'<span class="verdict base">{"its own sample" if lane.sampled else "reference"}</span>' if lane.done else "")
     if name != "greedy" and m is not None and m.drafted and o is None:
-        k = m.drafted[-1]
-        badges += (f'<span class="chosen" title="drafts verified in the last round">'
-                   f'{"parked: plain step" if k == 0 else f"drafting {k}"}</span>')
+        last = m.last if m.drafted[-1] else None
+        badges += (f'<span class="chosen" title="drafts verified in the last round">{esc(round_badge(last))}</span>'
+                   + tree_svg(last, name))
     if o is not None and o.status != "finished":
         badges += f'<span class="cut {o.status.split()[0]}" title="how this lane ended">{esc(o.status)}</span>'
     if o is not None and o.place is not None:
@@ -125,3 +125,50 @@ def text_html(name: str, lane: Lane | None, idle: bool = False) -> str:
              else html.escape(text, quote=False) for kind, text in lane.spans]
     caret = "" if lane.done else '<span class="caret"></span>'
     return f'<div class="lane-text {name}">{"".join(parts)}{caret}</div>'
+
+
+def ordinal(n: int) -> str:
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
+
+
+def round_badge(r: Any) -> str:
+    """What the lane's latest drafting round verified and what landed: a chain's length, or a tree's
+    size and the choices its accepted path took ("via the 2nd guess at depth 1")."""
+    if r is None or not r.drafted:
+        return "parked: plain step"
+    if all(p == i for i, p in enumerate(r.parents)):
+        return f"drafting {r.drafted}"
+    detours = [f"{ordinal(rank)} guess at depth {d + 1}" for d, (rank, _) in enumerate(r.levels) if rank > 1]
+    return f"tree of {r.drafted}: landed {r.accepted}" + (f" via the {', '.join(detours)}" if detours else "")
+
+
+def tree_svg(r: Any, name: str) -> str:
+    """A small picture of a round's draft tree: the anchor on the left, each depth a column, siblings
+    stacked best first; the committed path drawn in the lane's colour."""
+    if r is None or not r.parents or all(p == i for i, p in enumerate(r.parents)):
+        return ""
+    kids: dict[int, list[int]] = {}
+    for i, p in enumerate(r.parents):
+        kids.setdefault(p, []).append(i + 1)
+    y: dict[int, int] = {}
+
+    def place(row: int, depth: int, nxt: list[int]) -> None:
+        for c in kids.get(row, []):
+            place(c, depth + 1, nxt)
+        y[row] = y[kids[row][0]] if row in kids else nxt.append(len(nxt)) or nxt[-1]
+
+    place(0, 0, [])
+    depth = {0: 0}
+    for i, p in enumerate(r.parents):
+        depth[i + 1] = depth[p] + 1
+    dx, dy = 14, 10
+    on = set(r.path)
+    x = {n: 6 + d * dx for n, d in depth.items()}
+    ypx = {n: 6 + v * dy for n, v in y.items()}
+    lines = "".join(f'<line x1="{x[p]}" y1="{ypx[p]}" x2="{x[i + 1]}" y2="{ypx[i + 1]}"'
+                    f' class="{"hit" if p in on and i + 1 in on else "miss"}"/>' for i, p in enumerate(r.parents))
+    dots = "".join(f'<circle cx="{x[n]}" cy="{ypx[n]}" r="3" class="{"hit" if n in on else "miss"}"/>' for n in depth)
+    w, h = 12 + max(depth.values()) * dx, 12 + max(y.values()) * dy
+    tip = f"the last round's tree: {r.drafted} drafts verified in one forward, {r.accepted} landed"
+    return (f'<svg class="round-tree {name}" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img">'
+            f'<title>{esc(tip)}</title>{lines}{dots}</svg>')

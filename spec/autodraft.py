@@ -8,13 +8,21 @@ calibration cached on disk: spec.calibrate); the acceptance is learned within ea
 rounds and probes report, starting from a prior measured at calibration. Each round takes the k with the most
 expected tokens per millisecond, k = 0 being a plain target step (parking) when no draft length beats it;
 a parked generation lets the head draft in the shadow of its plain steps now and then and compares the
-drafts with what the target commits, so a head that starts paying is picked up again. The verify rule
-is unchanged, so every choice is lossless.
+drafts with what the target commits, so a head that starts paying is picked up again.
+
+Where the target can branch, a round may verify a tree instead (spec.tree): n drafts, the head's
+likeliest paths, for the cost of n + 1 rows. What it commits on average follows from how often the
+head's first, second, ... choice lands at each depth (`tree_tokens`), learned the same way; each round
+takes the chain or tree with the most expected tokens per millisecond. The verify rule is unchanged, so
+every choice is lossless.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import heapq
+from dataclasses import dataclass, field
+
+RANKS = 4  # children per node whose landing is learned (a fifth choice hardly ever lands)
 
 
 @dataclass
@@ -23,11 +31,16 @@ class Costs:
     drafts (the round, drafting and verify in one evaluation, less draft[k]; verify[0]: a plain
     decoding step, pipelined as parked rounds run, when that is cheaper than a bare one); draft[k] =
     the head drafting k tokens (draft[0] = 0); prior[i] = the chance draft i + 1 is accepted once the
-    drafts before it were, measured on calibration generations (a chat, a code and a math prompt)."""
+    drafts before it were, measured on calibration generations (a chat, a code and a math prompt);
+    second[r] = the chance the head's choice r + 2 lands where its choices before it missed, measured on
+    the same generations verified as trees (empty: the target cannot branch, trees are never chosen);
+    tree_ms = what drafting and verifying a tree costs beyond a chain with as many drafts."""
 
     verify: list[float]
     draft: list[float]
     prior: list[float]
+    second: list[float] = field(default_factory=list)
+    tree_ms: float = 0.0
 
     @property
     def max_k(self) -> int:
@@ -41,6 +54,30 @@ def expected_tokens(rates: list[float], k: int) -> float:
         alive *= a
         total += alive
     return total
+
+
+def tree_tokens(rates: list[list[float]], nodes: int) -> list[float]:
+    """Tokens a round commits on average when it verifies the best tree of n = 0..nodes drafts (the
+    target's own token included). rates[d][r]: the chance choice r + 1 lands at depth d + 1 where the
+    choices before it missed. The tree holds the n likeliest paths, found best first: a node's chance
+    is its parent's times its own choice's, a child never beats its parent nor a sibling an earlier
+    one once each depth's choices are sorted."""
+    land = []
+    for depth in rates:
+        missed, row = 1.0, []
+        for c in depth:
+            row.append(missed * c)
+            missed *= 1.0 - c
+        land.append(sorted(row, reverse=True))
+    out, heap = [1.0], [(-land[0][0], 0, 0, 1.0)] if land and land[0] else []
+    while heap and len(out) <= nodes:
+        neg, d, r, parent = heapq.heappop(heap)
+        out.append(out[-1] - neg)
+        if r + 1 < len(land[d]):
+            heapq.heappush(heap, (-parent * land[d][r + 1], d, r + 1, parent))
+        if d + 1 < len(land) and land[d + 1]:
+            heapq.heappush(heap, (neg * land[d + 1][0], d + 1, 0, -neg))
+    return out + [out[-1]] * (nodes + 1 - len(out))
 
 
 def round_ms(costs: Costs, k: int, speed: float = 1.0, extra: float = 0.0) -> float:
@@ -66,20 +103,39 @@ class Acceptance:
     accepted, on top of a prior worth `strength` rounds. Later positions are tried only when the earlier
     ones landed, so they learn slowly: each position's prior moves with what the position before it has
     shown (a head that lands half as often as calibrated at position 2 is assumed to do so further on
-    too; a position never tried carries that on from the last one that was)."""
+    too; a position never tried carries that on from the last one that was). A tree round also tells how
+    the head's second, third... choices fare where the first missed (`ranks`).
 
-    def __init__(self, prior: list[float], strength: float = 4.0):
-        self.prior, self.strength = list(prior), strength
+    What a head lands drifts within an answer (a restated question, then a formula it knows): every
+    round discounts the evidence before it by `decay` (`discount`), so recent rounds and probes count
+    more, and a generation parked by its first rounds comes back when its probes land again."""
+
+    def __init__(self, prior: list[float], strength: float = 4.0, second: list[float] = (), decay: float = 1.0):
+        self.prior, self.strength, self.second, self.decay = list(prior), strength, list(second), decay
         self.tried = [0.0] * len(prior)
         self.accepted = [0.0] * len(prior)
+        self.tried_r = [[0.0] * len(self.second) for _ in prior]  # choices 2.. at each position
+        self.accepted_r = [[0.0] * len(self.second) for _ in prior]
+
+    def discount(self) -> None:
+        if self.decay < 1.0:
+            for counts in (self.tried, self.accepted, *self.tried_r, *self.accepted_r):
+                counts[:] = [c * self.decay for c in counts]
 
     def observe(self, drafted: int, accepted: int, start: int = 0) -> None:
         """A round verified `drafted` drafts and accepted the first `accepted`: positions 1..accepted
         were accepted, position accepted + 1 (if drafted) was tried and rejected, later ones not tried.
         `start`: positions before it were reported already (a probe judged as the target commits)."""
-        for i in range(start, min(drafted, accepted + 1, len(self.tried))):
+        self.observe_levels([(1, 1)] * min(accepted, drafted) + [(0, 1)] * (accepted < drafted), start)
+
+    def observe_levels(self, levels: list[tuple[int, int]], start: int = 0) -> None:
+        """A round's (rank that landed or 0, choices verified) per position (spec.tree.DraftTree.levels)."""
+        for i, (rank, width) in enumerate(levels[start : len(self.tried)], start):
             self.tried[i] += 1
-            self.accepted[i] += i < accepted
+            self.accepted[i] += rank == 1
+            for r in range(min(rank - 1 if rank else width - 1, len(self.second))):
+                self.tried_r[i][r] += 1
+                self.accepted_r[i][r] += rank == r + 2
 
     def rates(self) -> list[float]:
         s, out, scale = self.strength, [], 1.0
@@ -88,6 +144,12 @@ class Acceptance:
             if p > 0:
                 scale = out[-1] / p
         return out
+
+    def ranks(self) -> list[list[float]]:
+        """Per position: the chance each choice lands where the ones before it missed (first choice: rates)."""
+        s = self.strength
+        return [[first] + [(a + s * p) / (t + s) for a, t, p in zip(acc, tried, self.second)]
+                for first, acc, tried in zip(self.rates(), self.accepted_r, self.tried_r)]
 
 
 class AutoDraft:
@@ -100,8 +162,9 @@ class AutoDraft:
     p q <= min(p, q), so a shadow errs towards parking). A shadow probe costs the head's drafting alone
     (~12 ms on pocket), where a verified probe cost a drafting round for about one token (~40 ms more
     than the plain step). So a parked generation probes soon, and each probe that leaves it parked
-    doubles the wait before the next (2, 4, 8, 16, 32 parked rounds: a head that lands little early on
-    may pay later, a weak one costs ~1%).
+    doubles the wait before the next (2, 4, 8, 16 parked rounds: a head that lands little early on may
+    pay later, a weak one costs ~1%). Every round discounts older evidence (`decay`), so what the head
+    lands now outweighs its first rounds.
 
     Leaving a run of parked rounds costs more than one round shows (the first drafting round is not
     pipelined, the head takes in the taps it missed), so a parked generation drafts again only when
@@ -114,10 +177,15 @@ class AutoDraft:
     as a factor on every calibrated cost; drafting rounds measure their extra time on top. Both start
     from the calibration with the weight of `strength` rounds."""
 
-    def __init__(self, costs: Costs, max_k: int, gaps: tuple[int, int] = (2, 32), strength: float = 4.0,
-                 stay: float = 1.1):
+    def __init__(self, costs: Costs, max_k: int, gaps: tuple[int, int] = (2, 16), strength: float = 4.0,
+                 stay: float = 1.1, max_nodes: int = 0, decay: float = 0.95):
         self.costs, self.max_k, self.gaps, self.stay = costs, min(max_k, costs.max_k), gaps, stay
-        self.acceptance = Acceptance(costs.prior[: self.max_k])
+        self.acceptance = Acceptance(costs.prior[: self.max_k], second=costs.second if max_nodes else (),
+                                     decay=decay)
+        # trees of up to max_nodes drafts, where the calibration measured how second choices fare (verify
+        # costs are known for as many rows as the head's block)
+        self.max_nodes = min(max_nodes, costs.max_k) if costs.second else 0
+        self.nodes = 0  # the next round's tree size (0: a chain of the chosen length)
         self.gap, self.waited = gaps[0], 0  # parked rounds between shadow probes, and since the last
         self.chosen: list[int] = []
         self.strength = strength
@@ -136,14 +204,27 @@ class AutoDraft:
         ms, calibrated, n = self.drafting
         return (ms - self.speed * calibrated) / (n + self.strength)
 
-    def _choose(self, parking: bool = True) -> int:
+    def _choose(self, parking: bool = True) -> tuple[int, int]:
+        """The next round's (draft length or a tree's depth, the tree's size or 0 for a chain)."""
         parked = bool(self.chosen) and self.chosen[-1] == 0
-        return choose(self.costs, self.acceptance.rates(), self.max_k, self.speed, self.extra, parking=parking,
-                      stay=self.stay if parked else 1.0)
+        stay = self.stay if parked else 1.0
+        rates = self.acceptance.rates()
+        k = choose(self.costs, rates, self.max_k, self.speed, self.extra, parking=parking, stay=stay)
+        if self.max_nodes < 2:
+            return k, 0
+        best = (expected_tokens(rates, k) / round_ms(self.costs, k, self.speed, self.extra) if k
+                else stay / round_ms(self.costs, 0, self.speed))
+        values, nodes = tree_tokens(self.acceptance.ranks(), self.max_nodes), 0
+        for n in range(2, self.max_nodes + 1):
+            rate = values[n] / (round_ms(self.costs, n, self.speed, self.extra) + self.speed * self.costs.tree_ms)
+            if rate > best:
+                best, nodes = rate, n
+        return (self.max_k, nodes) if nodes else (k, 0)
 
     def next(self) -> int:
-        """The next round's draft length (0 = a plain target step)."""
-        k = self._choose()
+        """The next round's draft length or tree depth (0 = a plain target step); self.nodes: the tree's
+        size (0: a chain)."""
+        k, self.nodes = self._choose()
         if k:
             self.gap, self.waited = self.gaps[0], 0
         self.chosen.append(k)
@@ -158,15 +239,22 @@ class AutoDraft:
         self.waited = 0
         return self.max_k
 
-    def observe(self, drafted: int, accepted: int, ms: float | None = None, steady: bool = True) -> None:
-        """A round verified `drafted` drafts, `accepted` of them survived, and it took `ms` (if timed).
-        A parked round times a plain step only when `steady`: it dispatched exactly one step and no
-        probe (pipelining puts two steps in the first round of a parked run, none in its last)."""
+    def observe(self, drafted: int, accepted: int, ms: float | None = None, steady: bool = True,
+                levels: list[tuple[int, int]] | None = None) -> None:
+        """A round verified `drafted` drafts, `accepted` of them survived, and it took `ms` (if timed);
+        `levels`: a tree round's (rank that landed, choices) per depth. A parked round times a plain step
+        only when `steady`: it dispatched exactly one step and no probe (pipelining puts two steps in
+        the first round of a parked run, none in its last)."""
+        self.acceptance.discount()
         if drafted:
-            self.acceptance.observe(drafted, accepted)
+            tree = levels is not None and any(width > 1 for _, width in levels)
+            if levels is not None:
+                self.acceptance.observe_levels(list(levels))
+            else:
+                self.acceptance.observe(drafted, accepted)
             if ms is not None:
-                self.drafting = [self.drafting[0] + ms, self.drafting[1] + round_ms(self.costs, drafted),
-                                 self.drafting[2] + 1]
+                calibrated = round_ms(self.costs, drafted) + (self.costs.tree_ms if tree else 0.0)
+                self.drafting = [self.drafting[0] + ms, self.drafting[1] + calibrated, self.drafting[2] + 1]
         elif ms is not None and steady:
             self.plain = [self.plain[0] + ms, self.plain[1] + 1]
 
@@ -176,5 +264,5 @@ class AutoDraft:
         lands its first drafts is picked up before its probe is over); once `final`, a probe that leaves
         the generation parked doubles the wait for the next."""
         self.acceptance.observe(drafted, matched, start)
-        if final and self._choose() == 0:
+        if final and self._choose()[0] == 0:
             self.gap = min(2 * self.gap, self.gaps[1])

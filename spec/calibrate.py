@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import mlx.core as mx
 
-from .autodraft import Acceptance, Costs
+from .autodraft import RANKS, Acceptance, Costs
 from .engine import Engine, draft_length
 from .progress import Progress, quiet
 from .verify import Sampling
@@ -28,7 +28,7 @@ HEAD_NAMES = {"dspark": "DSpark", "dflash": "DFlash"}
 CALIBRATION_PROMPTS = ("Explain why the sky is blue to a ten-year-old.",
                        "Write a Python function that returns the n-th Fibonacci number, then explain it.",
                        "A train travels 180 km in 2.5 hours. What is its average speed? Show the steps.")
-VERSION = 6  # bump when what calibrate() measures changes
+VERSION = 7  # bump when what calibrate() measures changes
 
 
 
@@ -52,15 +52,16 @@ def calibrate(target: Any, head: Any, runs: int = 11, context: int = 64,
     1 and 2 drafts 5% too dear left a math prompt parked for a day where cap 2 gains 7-12%."""
     steps = runs + 1 + len(CALIBRATION_PROMPTS)  # the runs (one warms up), then the prior's generations
     runs_ms = timed_runs(target, head, runs, context, lambda i: progress((i + 1) / steps))
-    prior = acceptance_prior(target, head, lambda i: progress((runs + 2 + i) / steps))
-    return costs_of(runs_ms, head.max_drafts, prior)
+    prior, second = acceptance_prior(target, head, lambda i: progress((runs + 2 + i) / steps))
+    return costs_of(runs_ms, head.max_drafts, prior, second)
 
 
 def timed_runs(target: Any, head: Any, runs: int = 11, context: int = 64,
                done: Callable[[int], None] = lambda i: None) -> list[list[float]]:
-    """`runs` runs (after one that warms up), each: a bare forward, drafting rounds 1..K, drafts 1..K and
-    a pipelined plain step, in ms (spec.calibration_bench reads them raw)."""
-    K = head.max_drafts
+    """`runs` runs (after one that warms up), each: a bare forward, drafting rounds 1..K, drafts 1..K, a
+    pipelined plain step and, where the target can branch, a round verifying a tree of K drafts, in ms
+    (spec.calibration_bench reads them raw)."""
+    K, branches = head.max_drafts, target.check_trees() == ""
     ids = [int(i) % target.vocab_size for i in target.encode_chat(CALIBRATION_PROMPTS[1])]
     ids = (ids * (context // len(ids) + 1))[: context + K + 1]
     cache = target.make_cache()
@@ -84,13 +85,21 @@ def timed_runs(target: Any, head: Any, runs: int = 11, context: int = 64,
         mx.eval(logits)
         target.trim(cache, k + 1)
 
+    def tree_round() -> None:
+        tree = head.propose_tree(dcache, None, ids[context], K, K, Sampling(), None)
+        row = mx.array([[ids[context]] + tree.token_list()])
+        logits, _ = target(row, cache, head.config.target_layer_ids, tree=tree)
+        mx.eval(logits)
+        target.trim(cache, K + 1)
+
     def plain_step() -> float:  # a parked round runs pipelined, like plain decoding: its steady rounds
         rounds = list(Engine(target).start(ids[:context], 10))  # (the prefill, the pipeline's first and last left out)
         return 1000 * statistics.median(r.seconds for r in rounds[2:-1])
 
-    def one_run() -> list[float]:  # a bare forward, rounds 1..K, drafts 1..K, a plain step
+    def one_run() -> list[float]:  # a bare forward, rounds 1..K, drafts 1..K, a plain step, a tree round
         return ([_ms(forward)] + [_ms(lambda k=k: drafting_round(k)) for k in range(1, K + 1)]
-                + [_ms(lambda k=k: mx.eval(draft(k))) for k in range(1, K + 1)] + [plain_step()])
+                + [_ms(lambda k=k: mx.eval(draft(k))) for k in range(1, K + 1)] + [plain_step()]
+                + ([_ms(tree_round)] if branches else []))
 
     runs_ms = []
     for i in range(runs + 1):
@@ -99,25 +108,34 @@ def timed_runs(target: Any, head: Any, runs: int = 11, context: int = 64,
     return runs_ms[1:]  # the first one warms up
 
 
-def costs_of(runs_ms: list[list[float]], K: int, prior: list[float]) -> Costs:
-    """Each cost the median of its runs; verify[k] a drafting round less its drafting alone."""
+def costs_of(runs_ms: list[list[float]], K: int, prior: list[float], second: list[float] = ()) -> Costs:
+    """Each cost the median of its runs; verify[k] a drafting round less its drafting alone; a tree
+    round's cost beyond the chain round of as many drafts (never below 0: noise)."""
     med = [statistics.median(column) for column in zip(*runs_ms)]
     drafts = [0.0] + med[K + 1 : 2 * K + 1]
     verify = [m - d for m, d in zip(med[: K + 1], drafts)]
-    verify[0] = min(verify[0], med[-1])
-    return Costs(monotone(verify, rising=True), monotone(drafts, rising=True), prior)
+    verify[0] = min(verify[0], med[2 * K + 1])
+    tree_ms = max(0.0, med[2 * K + 2] - med[K]) if len(med) > 2 * K + 2 else 0.0
+    return Costs(monotone(verify, rising=True), monotone(drafts, rising=True), prior,
+                 list(second) if len(med) > 2 * K + 2 else [], tree_ms)
 
 
-def acceptance_prior(target: Any, head: Any, done: Callable[[int], None] = lambda i: None) -> list[float]:
-    """How often each draft position lands on the calibration prompts (one per domain), smoothed."""
+def acceptance_prior(target: Any, head: Any, done: Callable[[int], None] = lambda i: None
+                     ) -> tuple[list[float], list[float]]:
+    """How often each draft position lands on the calibration prompts (one per domain), smoothed; and
+    where the target can branch (the rounds then verify trees of the head's block), how often its
+    second, third, ... choice lands where the ones before it missed (all positions together)."""
     K = head.max_drafts
-    seen = Acceptance([0.0] * K, strength=0.0)
+    branches = target.check_trees() == ""
+    seen = Acceptance([0.0] * K, strength=0.0, second=[0.0] * (RANKS - 1) if branches else ())
     for i, prompt in enumerate(CALIBRATION_PROMPTS):
-        res = Engine(target, head).generate(prompt, 32)
-        for d, a in zip(res.drafted, res.accept_lengths):
-            seen.observe(d, a - 1)
+        Engine(target, head, tree=K if branches else 0).generate(
+            prompt, 32, on_round=lambda r: r.levels and seen.observe_levels(list(r.levels)))
         done(i)
-    return monotone([(a + 1) / (t + 2) for a, t in zip(seen.accepted, seen.tried)], rising=False)
+    prior = monotone([(a + 1) / (t + 2) for a, t in zip(seen.accepted, seen.tried)], rising=False)
+    second = [(sum(a[r] for a in seen.accepted_r) + 1) / (sum(t[r] for t in seen.tried_r) + 2)
+              for r in range(len(seen.second))]
+    return prior, monotone(second, rising=False)
 
 
 def monotone(values: list[float], rising: bool) -> list[float]:

@@ -35,12 +35,12 @@ def study(target: Any, head: Any, runs: int, ns: tuple[int, ...] = (3, 5, 7), se
     K, marks = head.max_drafts, [time.perf_counter()]
     runs_ms = timed_runs(target, head, runs, done=lambda i: marks.append(time.perf_counter()))
     tic = time.perf_counter()
-    prior = acceptance_prior(target, head)
+    prior, second = acceptance_prior(target, head)
     prior_s = time.perf_counter() - tic
     walls = [b - a for a, b in zip(marks[1:], marks[2:])]  # the runs after the warm-up
     head_s = sum(sum(r[1 : 2 * K + 1]) for r in runs_ms) / 1000  # drafting rounds and drafts
     target_s = sum(walls) - head_s - sum(r[0] for r in runs_ms) / 1000  # the plain steps, with their prefill
-    full = costs_of(runs_ms, K, prior)
+    full = costs_of(runs_ms, K, prior, second)
     grids = [[r] * K for r in RATES] + [prior]
 
     def ratios(c: Any) -> list[float]:
@@ -59,7 +59,7 @@ def study(target: Any, head: Any, runs: int, ns: tuple[int, ...] = (3, 5, 7), se
         moved, changed, lost = [], 0, []
         for _ in range(SUBSETS):
             pick = rng.sample(runs_ms, n) if n < runs else rng.choices(runs_ms, k=n)  # n = all: a bootstrap
-            c = costs_of(pick, K, prior)
+            c = costs_of(pick, K, prior, second)
             moved.append(statistics.median(abs(a / b - 1) for a, b in zip(ratios(c), want_ratio)))
             got = choices(c)
             changed += sum(a != b for a, b in zip(got, want_choice))

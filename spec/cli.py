@@ -22,6 +22,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-draft", default="0",
                     help="drafts verified per round (dflash: 0 = full block; dspark: 0 = block_size), or auto: "
                          "chosen every round from the measured costs and the acceptance so far")
+    ap.add_argument("--tree", type=int, default=0, metavar="N",
+                    help="verify at most N drafts as a tree, --max-draft deep (0 = chains only); a target whose "
+                         "layers cannot branch (sliding windows, recurrent layers) verifies chains and says so")
     ap.add_argument("--confidence-threshold", type=float, default=0.0, help="DSpark: cut drafts below it (0 = off)")
     ap.add_argument("--drafter-bits", type=int, choices=[0, 4, 8], default=None,
                     help="quantize the head on load (default: 4 on an Apple GPU, 0 on CPU)")
@@ -72,7 +75,10 @@ def run(args: argparse.Namespace) -> int:
         drafter = loader(head_ref, target, drafter_bits=args.drafter_bits)
     engine = Engine(target, drafter, max_draft=args.max_draft, confidence_threshold=args.confidence_threshold,
                     costs=costs_for(target, drafter, args.max_draft, progress),
-                    sampling=Sampling(args.temperature, args.top_p, args.top_k, args.seed), thinking=args.thinking)
+                    sampling=Sampling(args.temperature, args.top_p, args.top_k, args.seed), thinking=args.thinking,
+                    tree=args.tree)
+    if engine.tree_note:
+        print(f"# {engine.tree_note}", file=sys.stderr)
     prompt = list(target.tokenizer.encode(args.prompt)) if args.no_chat else args.prompt
     gen = engine.start(prompt, args.max_new_tokens)
     if not args.json:
@@ -87,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         out.pop("engine")
         print(json.dumps(out))
     else:
-        print(f"\n# accept {res.mean_accept:.2f} | {res.decode_tokens_per_sec:.1f} tok/s decode, "
+        nodes = f" | {sum(res.drafted) / max(1, res.rounds):.1f} drafts verified per round" if engine.tree else ""
+        print(f"\n# accept {res.mean_accept:.2f}{nodes} | {res.decode_tokens_per_sec:.1f} tok/s decode, "
               f"{res.tokens_per_sec:.1f} tok/s end-to-end | {len(res.token_ids)} tokens in {res.rounds} rounds | "
               f"{res.finish_reason}")
     return 0

@@ -20,9 +20,12 @@ from mlx_lm.models.activations import swiglu
 from mlx_lm.models.cache import KVCache
 from mlx_lm.models.rope_utils import initialize_rope
 
+from . import tree_draft
 from . import vocab as draft_vocab
 from .errors import SpecError
 from .target import Target, softcapped
+from .tree import DraftTree
+from .verify import Sampling
 
 
 def default_taps(num_target_layers: int, num_draft_layers: int = 5) -> list[int]:
@@ -301,6 +304,17 @@ class Backbone(nn.Module):
             mask = attention_mask(mx.arange(pos, pos + S)[:, None], mx.arange(pos + S)[None], causal, window)
             h = layer(h, ctx_k, ctx_v, self.rope, pos, mask)
         return self.norm(h)
+
+    parent_free = True  # a slot's distribution does not depend on the drafts before it (DSpark: Markov)
+
+    def next_logits(self, base: mx.array, prev: mx.array) -> mx.array:
+        """One slot's logits [V'] after each of the previous tokens prev [F]: [F, V']."""
+        return mx.broadcast_to(base, (prev.shape[0],) + base.shape)
+
+    def propose_tree(self, cache: list[KVCache], new_taps: mx.array | None, anchor: int, k: int, nodes: int,
+                     sampling: Sampling, key: mx.array | None) -> DraftTree:
+        """At most `nodes` drafts as a tree at most k deep (spec.tree_draft)."""
+        return tree_draft.propose_tree(self, cache, new_taps, anchor, k, nodes, sampling, key)
 
     def block_hidden(self, cache: list[KVCache], new_taps: mx.array | None, anchor: int) -> mx.array:
         """Final-normed hidden rows [block_size, H] of the block [anchor, mask, ...] after the context."""

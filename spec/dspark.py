@@ -112,6 +112,13 @@ class DSparkDraftModel(Backbone):
         return "markov_head" in self
 
     @property
+    def parent_free(self) -> bool:
+        return not self.has_markov
+
+    def next_logits(self, base: mx.array, prev: mx.array) -> mx.array:
+        return base[None] + self.markov_bias(prev)
+
+    @property
     def has_confidence(self) -> bool:
         return "confidence_head" in self
 

@@ -14,14 +14,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import mlx.core as mx
+import numpy as np
 from mlx_lm.tokenizer_utils import NaiveStreamingDetokenizer, StreamingDetokenizer
 
 from . import autodraft
 from .caches import copy_cache
 from .errors import SpecError
 from .prefill import Prefill
+from .results import GenResult, Round
 from .target import Target
-from .verify import Sampling, accept
+from .tree import DraftTree
+from .verify import Sampling, accept, walk
 
 
 class Drafter(Protocol):
@@ -36,66 +39,8 @@ class Drafter(Protocol):
     def propose(self, cache: list, new_taps: mx.array | None, anchor: int, k: int, sampling: Sampling,
                 key: mx.array | None, threshold: float = 0.0) -> tuple[mx.array, mx.array | None]: ...
 
-
-@dataclass
-class Round:
-    """What one round committed. tokens[:accepted] were drafts; the rest is the target's own."""
-
-    engine: str
-    index: int  # 0 = the prefill's first token
-    tokens: list[int]
-    accepted: int
-    drafted: int
-    text: str  # new text (the streaming detokenizer may hold back a partial character or a space)
-    seconds: float  # busy time of this round, measured after the sync
-    done: bool = False
-    pieces: tuple[tuple[str, str], ...] = ()  # the new text split: ("acc", accepted drafts' text), ("own", ...)
-
-
-@dataclass
-class GenResult:
-    text: str
-    token_ids: list[int]
-    accept_lengths: list[int]  # committed tokens per verify round (drafts accepted + 1)
-    drafted: list[int]  # drafts verified per round
-    target_forwards: int  # prefill included
-    prompt_tokens: int
-    prefill_seconds: float
-    decode_seconds: float
-    finish_reason: str  # "eos" | "length" | "context" | "stopped"
-    engine: str = ""
-    draft_seconds: float = 0.0  # drafter time inside decode_seconds (measured only with profile=True)
-    round_seconds: list[float] = field(default_factory=list)  # each decode round's own time (its jitter: spec.outcome)
-
-    @property
-    def rounds(self) -> int:
-        return len(self.accept_lengths)
-
-    @property
-    def mean_accept(self) -> float:
-        return sum(self.accept_lengths) / max(1, self.rounds)
-
-    @property
-    def tokens_per_sec(self) -> float:
-        """End to end, prefill included."""
-        return len(self.token_ids) / max(1e-9, self.prefill_seconds + self.decode_seconds)
-
-    @property
-    def decode_tokens_per_sec(self) -> float:
-        """Tokens after the first one, over the decode time only."""
-        return (len(self.token_ids) - 1) / self.decode_seconds if self.decode_seconds > 0 else 0.0
-
-    def summary(self) -> dict:
-        return {
-            "engine": self.engine, "text": self.text, "token_ids": self.token_ids,
-            "accept_lengths": self.accept_lengths, "rounds": self.rounds,
-            "mean_accept": round(self.mean_accept, 3), "tokens": len(self.token_ids),
-            "tokens_per_sec": round(self.tokens_per_sec, 2),
-            "decode_tokens_per_sec": round(self.decode_tokens_per_sec, 2),
-            "prefill_seconds": round(self.prefill_seconds, 4), "decode_seconds": round(self.decode_seconds, 4),
-            "target_forwards": self.target_forwards, "prompt_tokens": self.prompt_tokens,
-            "finish_reason": self.finish_reason,
-        }
+    def propose_tree(self, cache: list, new_taps: mx.array | None, anchor: int, k: int, nodes: int,
+                     sampling: Sampling, key: mx.array | None) -> DraftTree: ...
 
 
 class Engine:
@@ -103,10 +48,14 @@ class Engine:
 
     def __init__(self, target: Target, drafter: Drafter | None = None, *, max_draft: int | str = 0,
                  sampling: Sampling = Sampling(), confidence_threshold: float = 0.0, name: str | None = None,
-                 profile: bool = False, thinking: bool = False, costs: autodraft.Costs | None = None):
+                 profile: bool = False, thinking: bool = False, costs: autodraft.Costs | None = None,
+                 tree: int | None = None):
         """profile: sync once more per round, after drafting, to time the drafter on its own.
         thinking: the chat template's enable_thinking for text prompts (off, as the heads are benchmarked).
-        costs: what max_draft="auto" weighs, measured for this pair (spec.calibrate.costs_for)."""
+        costs: what max_draft="auto" weighs, measured for this pair (spec.calibrate.costs_for).
+        tree: verify at most this many drafts as a tree, at most max_draft deep (0: chains; None: chains
+        at a fixed length, and trees up to the head's block allowed with "auto", which picks chain or tree
+        and its size every round); a target whose layers cannot branch verifies chains (tree_note: why)."""
         self.target, self.drafter, self.sampling, self.profile = target, drafter, sampling, profile
         self.thinking = thinking
         self.costs = None  # measured round costs when the draft length is chosen per round ("auto")
@@ -127,6 +76,12 @@ class Engine:
         if not 0 <= confidence_threshold < 1:
             raise SpecError("confidence threshold must be in [0, 1)")
         self.confidence_threshold = confidence_threshold
+        if tree is None:
+            tree = self.max_draft if self.costs is not None else 0
+        if not isinstance(tree, int) or not 0 <= tree <= MAX_TREE:
+            raise SpecError(f"tree must be a number of drafted nodes in 0..{MAX_TREE} (0 = chains)")
+        self.tree_note = target.check_trees() if tree and drafter is not None else ""
+        self.tree = 0 if self.tree_note or drafter is None else tree  # at most; auto picks per round
         self.name = name or (drafter.kind if drafter is not None else "greedy")
         self.taps: tuple[int, ...] = tuple(drafter.config.target_layer_ids) if drafter is not None else ()
 
@@ -170,10 +125,11 @@ class Generation:
         d = self.engine.drafter
         self.draft_cache = d.make_cache() if d is not None else None
         self.policy = (None if self.engine.costs is None
-                       else autodraft.AutoDraft(self.engine.costs, self.engine.max_draft))
+                       else autodraft.AutoDraft(self.engine.costs, self.engine.max_draft, max_nodes=self.engine.tree))
         self.pending: list[mx.array] = []  # target taps of committed tokens the drafter has not seen
         self.queued: mx.array | None = None  # plain steps: the next token, already dispatched
         self.next_k: int | None = None  # the next round's draft length, when decided ahead
+        self.nodes = 0  # this round's tree size (0: a chain)
         self.shared: Prefill | None = None  # a prefill run for several engines (see share())
         # a probe's drafts, where they start in ids, and how many of them were judged so far
         self.shadow: tuple[mx.array | list[int], int, int] | None = None
@@ -181,6 +137,7 @@ class Generation:
         self.in_flight = False  # work this generation dispatched and nobody has waited for yet
         self.carry = 0.0  # decode time spent in the prefill round (dispatching a plain step): billed to the next round
         self.key = mx.random.key(self.engine.sampling.seed)
+        self.rng = np.random.default_rng(self.engine.sampling.seed)  # the acceptance rule's draws (T > 0)
         self.accept_lengths: list[int] = []
         self.drafted: list[int] = []
         self.forwards = 0
@@ -221,6 +178,23 @@ class Generation:
         self.key, a, b = mx.random.split(self.key, 3)
         return a, b
 
+    def _draft(self, k: int, key: mx.array | None, tic: float) -> DraftTree:
+        """This round's drafts after the anchor: a chain of at most k, or a tree of at most `tree` nodes
+        k deep; the drafter first takes in the taps of what was committed since its last draft."""
+        eng = self.engine
+        new_taps = None if not self.pending else mx.concatenate(self.pending, axis=1)
+        self.pending = []
+        if self.nodes:
+            tree = eng.drafter.propose_tree(self.draft_cache, new_taps, self.ids[-1], k, self.nodes, eng.sampling,
+                                            key)
+        else:
+            tree = DraftTree.chain(*eng.drafter.propose(self.draft_cache, new_taps, self.ids[-1], k, eng.sampling,
+                                                        key, eng.confidence_threshold))
+        if eng.profile:
+            mx.eval(tree.tokens, *([tree.q] if tree.q is not None else []), *[c.state for c in self.draft_cache])
+            self.draft_seconds += time.perf_counter() - tic
+        return tree
+
     def _taps_to_keep(self, taps: mx.array | None, rows: int) -> None:
         if taps is not None:
             self.pending.append(taps[:, :rows])
@@ -237,6 +211,7 @@ class Generation:
         k, self.next_k = self.next_k, None
         if k is None:
             k = self.policy.next() if self.policy else self.engine.max_draft
+        self.nodes = self.policy.nodes if self.policy else self.engine.tree
         return min(k, self._room() - 1)
 
     def _pipeline(self) -> bool:
@@ -268,7 +243,7 @@ class Generation:
             return self._plain_step()
         k_draft, k_verify = self._keys()
         tic = time.perf_counter()
-        shared = 0.0
+        shared, shape = 0.0, ((), (), ())
         if not self.ids:  # prefill: the whole prompt, then the first token from its last row
             if self.shared is not None:
                 pre, shared = self.shared, self.shared.seconds
@@ -286,31 +261,26 @@ class Generation:
             self.carry = time.perf_counter() - first
             tic += self.carry
         else:
-            anchor = self.ids[-1]
-            new_taps = None if not self.pending else mx.concatenate(self.pending, axis=1)
-            self.pending = []
-            draft, q = eng.drafter.propose(self.draft_cache, new_taps, anchor, k, eng.sampling, k_draft,
-                                           eng.confidence_threshold)
-            if eng.profile:
-                mx.eval(draft, *([q] if q is not None else []), *[c.state for c in self.draft_cache])
-                self.draft_seconds += time.perf_counter() - tic
-            logits, taps = t(mx.concatenate([mx.array([anchor], dtype=draft.dtype), draft])[None], self.cache, eng.taps)
-            n, committed = accept(draft, q, logits[0], eng.sampling, k_verify)
-            mx.eval(n, committed, *([taps] if taps is not None else []))
-            drafted = draft.shape[0]
-            accepted = int(n.item())
-            tokens = committed[: accepted + 1].tolist()
-            t.trim(self.cache, drafted - accepted)
-            self._taps_to_keep(taps, accepted + 1)
+            tree = self._draft(k, k_draft, tic)
+            drafts = tree.tokens if isinstance(tree.tokens, mx.array) else mx.array(tree.tokens, dtype=mx.uint32)
+            ids = mx.concatenate([mx.array([self.ids[-1]], dtype=drafts.dtype), drafts])
+            logits, taps = t(ids[None], self.cache, eng.taps, tree=tree)
+            mx.eval(logits, *([taps] if taps is not None else []))
+            path, tokens = walk(tree, logits[0], eng.sampling, self.rng)
+            drafted, accepted = tree.size, len(path) - 1
+            shape = (tuple(tree.levels(path)), tuple(tree.parents), tuple(path))
+            t.keep(self.cache, path, drafted + 1)
+            if taps is not None:
+                self.pending.append(taps[:, :accepted + 1] if path[-1] == accepted else taps[:, mx.array(path)])
             self.accept_lengths.append(accepted + 1)
             self.drafted.append(drafted)
         seconds = time.perf_counter() - tic + shared
         if self.policy and self.ids:
-            self.policy.observe(drafted, accepted, 1000 * seconds)
+            self.policy.observe(drafted, accepted, 1000 * seconds, levels=shape[0])
         if self.ids:
             seconds, self.carry = seconds + self.carry, 0.0
         self.in_flight = self.queued is not None
-        return self._commit(tokens, accepted, drafted, seconds)
+        return self._commit(tokens, accepted, drafted, seconds, *shape)
 
     def _plain_step(self) -> Round:
         """Plain decoding, pipelined as mlx-lm does it: when the next round is plain too, its step is
@@ -373,7 +343,8 @@ class Generation:
         self.decode_seconds += waited
         return waited
 
-    def _commit(self, tokens: list[int], accepted: int, drafted: int, seconds: float) -> Round:
+    def _commit(self, tokens: list[int], accepted: int, drafted: int, seconds: float, levels: tuple = (),
+                parents: tuple[int, ...] = (), path: tuple[int, ...] = ()) -> Round:
         """Book one target forward's tokens (cut at eos) and its time; emit the Round."""
         t = self.engine.target
         self.forwards += 1
@@ -398,7 +369,7 @@ class Generation:
             self._check_probe()
         pieces = self._detokenize(tokens, accepted)
         return Round(self.engine.name, index, tokens, min(accepted, len(tokens)), drafted,
-                     "".join(text for _, text in pieces), seconds, self.done, pieces)
+                     "".join(text for _, text in pieces), seconds, self.done, pieces, levels, parents, path)
 
     def _detokenize(self, tokens: list[int], accepted: int) -> tuple[tuple[str, str], ...]:
         """Feed the round's tokens (eos left out) to the streaming detokenizer: the text of the
@@ -415,6 +386,9 @@ class Generation:
             if text:
                 pieces.append((kind, text))
         return tuple(pieces)
+
+
+MAX_TREE = 64  # drafted nodes a tree may have (its verify runs them all in one forward)
 
 
 def draft_length(value: int | str) -> int | str:

@@ -49,11 +49,13 @@ class Method:
     kind: str  # "greedy" | "mlx-lm" | "dspark" | "dflash"
     cap: int | str = 0  # drafts verified per round; 0 = the head's whole block; "auto": chosen every round
     whole_vocab: bool = False  # ignore the head's draft vocabulary (spec.vocab): the cost it saves
+    tree: int | None = None  # drafts verified as a tree of this many nodes (0: chains; None: auto's default, trees)
 
 
 
 def methods(heads: dict, vocab_ablation: bool = False) -> list[Method]:
-    """The original release's rows: greedy, mlx-lm, DSpark caps 2 / 4 / full, DFlash caps 2 / full;
+    """The original release's rows: greedy, mlx-lm, DSpark caps 2 / 4 / full, DFlash caps 2 / full, and
+    each head's full block as a tree of as many nodes, auto (trees allowed) and auto with chains only;
     vocab_ablation adds the full caps drafting over the whole vocabulary (heads with a draft vocabulary)."""
     out = [Method("greedy (ours)", "greedy"), Method("greedy (mlx-lm)", "mlx-lm")]
     for kind, label, caps in (("dspark", "DSpark", (2, 4)), ("dflash", "DFlash", (2,))):
@@ -62,9 +64,11 @@ def methods(heads: dict, vocab_ablation: bool = False) -> list[Method]:
         full = heads[kind].max_drafts
         out += [Method(f"{label} cap {c}", kind, c) for c in caps if c < full]
         out.append(Method(f"{label} full ({full})", kind, full))
+        out.append(Method(f"{label} tree ({full})", kind, full, tree=full))
         if vocab_ablation and heads[kind].draft_vocab is not None:
             out.append(Method(f"{label} full, whole vocab", kind, full, whole_vocab=True))
         out.append(Method(f"{label} auto", kind, "auto"))
+        out.append(Method(f"{label} auto, chains", kind, "auto", tree=0))
     return out
 
 
@@ -96,7 +100,7 @@ def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_n
         return {"ids": ids, "tok_s": tps, "decode_tok_s": decode_tps, "accept": [], "draft_s": 0.0, "decode_s": 0.0}
     head = heads.get(m.kind)
     eng = Engine(target, head, max_draft=m.cap, sampling=sampling, name=m.name, profile=profile,
-                 costs=costs_for(target, head, m.cap))
+                 costs=costs_for(target, head, m.cap), tree=m.tree)
     vocab = head.draft_vocab if head is not None else None
     if m.whole_vocab:
         head.draft_vocab = None

@@ -37,6 +37,7 @@ class RaceSettings:
     dflash_len: int | str = "auto"  # "auto": chosen per round; 0 = the full block
     baseline: bool = True
     thinking: bool = False  # the chat template's enable_thinking (Qwen3's <think>)
+    tree: int | None = None  # drafts per round a tree may hold (0: chains; None: the engine's default, spec.engine)
 
     @property
     def sampling(self) -> Sampling:
@@ -54,6 +55,7 @@ class Meter:
     prefill: float = 0.0
     accept_lengths: list[int] = field(default_factory=list)
     drafted: list[int] = field(default_factory=list)  # drafts verified per round (the chosen length)
+    last: Round | None = None  # the latest drafting round (its tree, the path it committed)
 
     def add(self, r: Round) -> None:
         self.tokens += len(r.tokens)
@@ -65,6 +67,8 @@ class Meter:
         self.accepted += r.accepted
         self.accept_lengths.append(len(r.tokens))
         self.drafted.append(r.drafted)
+        if r.drafted:
+            self.last = r
 
     @property
     def mean_accept(self) -> float:
@@ -156,11 +160,11 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     engines: dict[str, Engine] = {}
     if "dspark" in heads:
         engines["dspark"] = Engine(target, heads["dspark"], max_draft=settings.dspark_cap, sampling=s,
-                                   confidence_threshold=settings.dspark_threshold, name="dspark",
+                                   confidence_threshold=settings.dspark_threshold, name="dspark", tree=settings.tree,
                                    costs=costs_for(target, heads["dspark"], settings.dspark_cap))
     if "dflash" in heads:
         engines["dflash"] = Engine(target, heads["dflash"], max_draft=settings.dflash_len, sampling=s, name="dflash",
-                                   costs=costs_for(target, heads["dflash"], settings.dflash_len))
+                                   tree=settings.tree, costs=costs_for(target, heads["dflash"], settings.dflash_len))
     if settings.baseline:
         engines["greedy"] = Engine(target, None, sampling=s, name="greedy")
     if not engines:

@@ -18,9 +18,11 @@ import mlx.nn as nn
 from mlx_lm.models.base import create_attention_mask
 from mlx_lm.models.cache import KVCache, make_prompt_cache, trim_prompt_cache
 
+from . import positions
 from .caches import RecurrentCache, WindowKVCache, install_taps, recording, rollback_caches
 from .errors import SpecError
 from .hub import read_config, refuse_code, resolve_path
+from .tree import DraftTree
 
 GEMMA4_FAMILIES = ("gemma4", "gemma4_text")  # mlx-lm modules: multimodal hub checkpoints, text-only
 FINAL_NORMS = ("norm", "embedding_norm")  # the inner model's last norm (LFM2 names it embedding_norm)
@@ -153,6 +155,7 @@ class Target:
         self.prefill_chunk = PREFILL_CHUNK_GPU if mx.default_device().type == mx.gpu else PREFILL_CHUNK_CPU
         # recurrent layers (gated DeltaNet, short conv, Mamba-2) record a tape to take rows back
         self.recurrent = {} if self.is_gemma4 else recurrent_mixers(self.model, self.make_cache())
+        self._trees: str | None = None  # why drafts cannot be verified as trees ("" = they can): check_trees
 
     @classmethod
     def of(cls, model_or_target: "Target | nn.Module") -> "Target":
@@ -232,6 +235,48 @@ class Target:
         if n > 0:
             trim_prompt_cache(cache, n)
 
+    def keep(self, cache: list, rows: list[int], verified: int) -> None:
+        """Of the latest forward's `verified` rows keep `rows` (ascending, from 0): the cache then holds
+        what feeding those rows alone would have left. A prefix is a trim; a tree's path is gathered
+        into place (K/V layers only: check_trees)."""
+        if rows == list(range(len(rows))):
+            return self.trim(cache, verified - len(rows))
+        base = cache[0].offset - verified
+        idx = mx.array([base + r for r in rows])
+        for c in cache:
+            c.keys[..., base : base + len(rows), :] = c.keys[..., idx, :]
+            c.values[..., base : base + len(rows), :] = c.values[..., idx, :]
+            c.offset = base + len(rows)
+
+    def check_trees(self) -> str:
+        """Why this target cannot verify drafts as trees ("" when it can), checked once: every layer on
+        a K/V cache, and a small tree's logits equal to feeding each of its paths alone (which also
+        catches a family that ropes without a module spec.positions can reach)."""
+        if self._trees is None:
+            self._trees = self._tree_check()
+        return self._trees
+
+    def _tree_check(self) -> str:
+        if self.is_gemma4 or any(type(c) is not KVCache for c in self.make_cache()):
+            return (f"{self.family} keeps sliding-window or recurrent layers, whose rows cannot branch: "
+                    "drafts are verified as chains")
+        if not positions.install(self.model):
+            return f"{self.family}: no rotary embedding module found to place tree rows: drafts are verified as chains"
+        v = self.vocab_size
+        prompt, tree = [1 % v, 2 % v, 3 % v], DraftTree([5 % v, 6 % v, 7 % v, 8 % v], [0, 0, 1, 2])
+        cache = self.make_cache()
+        self(mx.array([prompt]), cache)
+        ours, _ = self(mx.array([[4 % v] + tree.token_list()]), cache, tree=tree)
+        for leaf in (3, 4):
+            rows = tree.path_to(leaf)
+            alone = self.make_cache()
+            ref, _ = self(mx.array([prompt + [4 % v] + [tree.tokens[r - 1] for r in rows[1:]]]), alone)
+            err = float(mx.abs(ours[0, mx.array(rows)] - ref[0, len(prompt):]).max())
+            if not err <= 1e-3 * max(1.0, float(mx.abs(ref).max())):
+                return (f"{self.family}: a tree's rows do not reproduce their paths (max difference {err:.3g}): "
+                        "drafts are verified as chains")
+        return ""
+
     def check_taps(self, layer_ids: Sequence[int], who: str = "drafter") -> None:
         bad = [i for i in layer_ids if not (-1 <= int(i) < self.num_layers)]
         if bad:
@@ -242,11 +287,12 @@ class Target:
 
     # -- the forward pass ---------------------------------------------------------------------
     def __call__(self, ids: mx.array, cache: list, taps: Sequence[int] = (),
-                 last_only: bool = False) -> tuple[mx.array, mx.array | None]:
+                 last_only: bool = False, tree: DraftTree | None = None) -> tuple[mx.array, mx.array | None]:
         """Run new tokens `ids` [B, T] on `cache`; return (logits [B, T, V], taps [B, T, n*H] or None).
 
         A tap i is the output of decoder layer i (HF hidden_states[i+1]); -1 is the embedding output.
         last_only: logits of the last row only (a prefill needs no more; the vocabulary is large).
+        tree: the rows are [anchor + a draft tree's tokens] (check_trees first); then `keep` the path.
         """
         h = self.embed(ids)
         want = {int(t): None for t in taps}
@@ -254,17 +300,24 @@ class Target:
             want[-1] = h
         if self.is_gemma4:
             h = self._gemma4_layers(ids, h, cache, want)
+        elif tree is not None and not tree.is_chain:
+            with positions.rows_at(mx.array(tree.depths)):
+                h = self._layers(h, cache, want, tree)
         else:
             h = self._layers(h, cache, want)
         logits = self.lm_head(self.final_norm(h[:, -1:] if last_only else h))
         hidden = mx.concatenate([want[int(t)] for t in taps], axis=-1) if taps else None
         return logits, hidden
 
-    def _layers(self, h: mx.array, cache: list, want: dict) -> mx.array:
+    def _layers(self, h: mx.array, cache: list, want: dict, tree: DraftTree | None = None) -> mx.array:
         """One cache per layer, each layer's mask by its cache: causal for K/V, causal and windowed for a
-        WindowKVCache, none for a recurrent layer (whose tape is recorded while it runs)."""
+        WindowKVCache, none for a recurrent layer (whose tape is recorded while it runs); a tree's rows
+        see the context and their ancestors (only K/V layers: check_trees)."""
         n = h.shape[1]
         causal: Any = ...  # one causal mask for every K/V layer: made at the first one
+        if tree is not None:
+            offset = cache[0].offset
+            causal = mx.concatenate([mx.ones((n, offset), dtype=mx.bool_), mx.array(tree.mask())], axis=1)
         for i, (layer, c) in enumerate(zip(decoder_layers(self.inner), cache)):
             if isinstance(c, WindowKVCache):
                 c.reserve(n)

@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import mlx.core as mx
+import numpy as np
 
 from .errors import SpecError
+from .tree import DraftTree
 
 
 @dataclass(frozen=True)
@@ -103,3 +105,46 @@ def accept(draft: mx.array, q_logprobs: mx.array | None, target_logits: mx.array
     if s.greedy:
         return accept_greedy(draft, target_logits)
     return accept_sampled(draft, q_logprobs, target_logits, s, key)
+
+
+def walk(tree: DraftTree, target_logits: mx.array, s: Sampling,
+         rng: np.random.Generator | None = None) -> tuple[list[int], list[int]]:
+    """Verify a draft tree against the target's logits [R, V] (row r: the target after row r's path):
+    (rows of the accepted path from the anchor, the committed tokens: the path's drafts + one of the
+    target's own). One rule for chains and trees.
+
+    T = 0: follow the child holding the target's argmax until there is none, then commit the argmax.
+    T > 0: multi-draft speculative sampling (SpecInfer, Miao et al. 2023): at each node, its children's
+    draws x_1, x_2, ... (independent draws from one q) are tested in turn, x_j accepted with probability
+    min(1, p(x_j) / q(x_j)); after a rejection p becomes normalise(max(0, p - q)). Each test is the
+    Leviathan/Chen rule for the current p, whose output (the accepted draw, else a sample of the
+    residual, which is what the next test samples exactly) is distributed as p; by induction the
+    node's token is an exact draw from the target, and the walk goes on in the child it chose. With
+    one draw per node (a chain) this is the Leviathan/Chen rule itself."""
+    children = tree.children()
+    path = [0]
+    if s.greedy:
+        best = np.array(mx.argmax(target_logits, axis=-1))
+        while (nxt := children.get(path[-1], {}).get(int(best[path[-1]]))) is not None:
+            path.append(nxt)
+        final = int(best[path[-1]])
+    else:
+        p_log = log_probs(target_logits, s)
+        while True:
+            row = path[-1]
+            p = np.exp(np.array(p_log[row], dtype=np.float64))
+            nxt = None
+            for x in tree.drawn(row):
+                q = np.exp(np.array(tree.q[tree.q_index[row]], dtype=np.float64))
+                if rng.random() * q[x] < p[x]:
+                    nxt = children[row][x]
+                    break
+                residual = np.maximum(p - q, 0.0)
+                if residual.sum() > 1e-12:
+                    p = residual / residual.sum()
+            if nxt is None:
+                final = int(rng.choice(p.shape[0], p=p / p.sum()))
+                break
+            path.append(nxt)
+    tokens = tree.token_list()
+    return path, [tokens[r - 1] for r in path[1:]] + [final]

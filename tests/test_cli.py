@@ -20,6 +20,8 @@ def test_json_for_scripts(tiny_dir):
         assert set(out) >= {"text", "token_ids", "accept_lengths", "rounds", "tokens_per_sec", "decode_tokens_per_sec",
                             "prefill_seconds", "finish_reason"}
         assert out["token_ids"] == base["token_ids"] and out["text"] == base["text"]
+        tree = spec("--mode", mode, "--drafter", str(tiny_dir / head), "--max-draft", "3", "--tree", "5", *common)
+        assert json.loads(tree.stdout)["token_ids"] == base["token_ids"]
 
 
 def test_streaming_text_and_summary(tiny_dir):
@@ -35,6 +37,8 @@ def test_bad_input_is_one_clear_line(tiny_dir):
         (["--mode", "baseline", "--model", str(tiny_dir / "qwen3"), "--max-new-tokens", "0"], "max new tokens"),
         (["--mode", "dflash", "--model", str(tiny_dir / "qwen3"), "--drafter", str(tiny_dir / "dflash-qwen3"),
           "--max-draft", "99"], "max draft 99 is outside 1..7"),
+        (["--mode", "dflash", "--model", str(tiny_dir / "qwen3"), "--drafter", str(tiny_dir / "dflash-qwen3"),
+          "--tree", "-2"], "tree must be a number of drafted nodes in 0..64"),
         (["--mode", "dspark", "--model", str(tiny_dir / "qwen3"), "--drafter", str(tiny_dir / "missing")], "not found"),
         (["--family", "nope"], "unknown preset 'nope'"),
         (["--family", "qwen3.5", "--mode", "dspark"], "no DSpark head is published for Qwen3.5"),  # before any download

@@ -236,6 +236,7 @@ def test_every_api_parameter_is_named_and_described(app):
     race = {p["parameter_name"]: p for p in info["/race"]["parameters"]}
     assert race["dspark_cap"]["parameter_default"] == race["dflash_len"]["parameter_default"] == "auto"
     assert "auto" in race["dspark_cap"]["python_type"]["description"]
+    assert race["tree"]["parameter_default"] == 16 and "tree" in race["tree"]["python_type"]["description"]
 
 
 def test_the_api_refuses_more_tokens_than_the_page_allows(app):

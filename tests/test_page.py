@@ -65,6 +65,31 @@ def test_a_lane_cut_by_max_tokens_says_so():
     assert "stopped at" in card and "finished" not in card  # a stopped lane never says finished
 
 
+def test_a_lane_shows_its_last_rounds_tree_and_the_branch_that_landed():
+    """Live, a drafting lane's card names what its last round verified; a tree round is drawn, its
+    committed path in the lane's colour, and the badge says which guess landed where."""
+    from spec.race import Meter
+    from spec.results import Round
+
+    lane = Lane("dflash")
+    lane.meter = Meter()
+    # rows: 1, 2 under the anchor; 3 under 2; 4 under 1: the path took the 2nd guess at depth 1, then its child
+    tree = Round("dflash", 1, [5, 6, 7], 2, 4, "", 0.1, levels=((2, 2), (1, 1)), parents=(0, 0, 2, 1),
+                 path=(0, 2, 3))
+    lane.meter.add(tree)
+    card = meters_html("dflash", lane, 1.0)
+    assert "tree of 4: landed 2 via the 2nd guess at depth 1" in card
+    svg = re.search(r'<svg class="round-tree dflash".*?</svg>', card).group(0)
+    assert svg.count("<circle") == 5 and svg.count("<line") == 4
+    assert svg.count('line x1') == 4 and svg.count('class="hit"/>') == 2 + 3  # 2 edges and 3 nodes on the path
+    chain = Round("dflash", 2, [5, 6], 1, 3, "", 0.1, levels=((1, 1), (0, 1)), parents=(0, 1, 2), path=(0, 1))
+    lane.meter.add(chain)
+    card = meters_html("dflash", lane, 1.0)
+    assert "drafting 3" in card and "<svg" not in card  # a chain: its length, no picture
+    lane.meter.add(Round("dflash", 3, [9], 0, 0, "", 0.1))
+    assert "parked: plain step" in meters_html("dflash", lane, 1.0)
+
+
 def test_a_head_slower_than_greedy_gets_a_note_at_the_end():
     view = finished(dspark=2.5, dflash=3.75, greedy=3.0)
     note = below_greedy_html(view)

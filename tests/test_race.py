@@ -52,6 +52,18 @@ def test_race_streams_all_engines_and_is_lossless(arena):
     assert list(table["engine"]) == [o.engine for o in end.outcome.order]  # fastest first
 
 
+def test_a_race_with_trees_verifies_trees_and_stays_lossless(arena):
+    """The tree setting reaches both lanes: at fixed lengths every drafting round verifies that many
+    drafts as a tree; 0 keeps chains."""
+    for tree, shaped in ((6, True), (0, False)):
+        evs = final(arena.race("hello there", RaceSettings(max_new_tokens=16, dspark_cap=4, dflash_len=4, tree=tree)))
+        assert evs[-1].verdicts == {"dspark": "identical to greedy", "dflash": "identical to greedy"}
+        drafting = [e.round for e in evs if e.kind == "round" and e.round.drafted]
+        assert drafting and all((r.drafted == 6) == shaped for r in drafting)
+        chains = [all(p == i for i, p in enumerate(r.parents)) for r in drafting]
+        assert all(c != shaped for c in chains)  # 6 drafts at most 4 deep cannot be a chain
+
+
 def test_stop_within_a_round_then_same_as_fresh(arena, tiny_dir):
     stop, seen = threading.Event(), []
     for ev in run_race(arena.target, arena.heads, "a story about a cat", RaceSettings(max_new_tokens=60), stop):

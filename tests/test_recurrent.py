@@ -134,6 +134,22 @@ def test_real_heads_are_lossless_at_every_cap_and_auto(pair):
                 assert eng.generate(prompt, 24).token_ids == want, (head.kind, cap)
 
 
+def test_trees_where_the_layers_can_branch_and_chains_where_they_cannot(pair):
+    """Mixture-of-experts layers branch like dense ones; sliding-window and recurrent layers keep one
+    history per row, so their drafts are verified as chains (and the engine says why)."""
+    t, dflash, dspark = pair
+    prompt = [12, 40, 33, 81, 9, 100, 27]
+    want = Engine(t).generate(prompt, 32).token_ids
+    branches = t.family in ("qwen3_moe",)
+    assert (t.check_trees() == "") == branches, t.check_trees()
+    for head in (dflash, dspark):
+        eng = Engine(t, tiny.OracleHead(head, want, len(prompt), corrupt=0.25, seed=1), max_draft=5, tree=12)
+        assert (eng.tree == 12) == branches and (eng.tree_note == "") == branches
+        res = eng.generate(prompt, 32)
+        assert res.token_ids == want, head.kind
+        assert max(res.accept_lengths) > 1
+
+
 def test_a_shared_prefill_gives_each_engine_its_own_recurrent_state(pair):
     """A race prefills once and copies the cache to each engine: one engine's rounds must not move
     another's recurrent state (its slots live in a list)."""

@@ -381,6 +381,34 @@ class OracleHead:
         out = [t if self.rng.random() > self.corrupt else (t + 1) % 200 + 4 for t in nxt]
         return mx.array(out, dtype=mx.uint32), None
 
+    def propose_tree(self, cache, new_taps, anchor, k, nodes, sampling, key):
+        """A tree whose true path hides among decoys: at each depth the true token (unless corrupted)
+        is one of 1-3 siblings in random order, and a decoy may carry a child of its own, so accepted
+        paths leave through later siblings and the kept rows are not a prefix."""
+        from spec.tree import DraftTree
+
+        self.head.propose_tree(cache, new_taps, anchor, k, nodes, sampling, key)
+        truth, _ = self.propose(cache, None, anchor, k, sampling, key)  # advances nothing new: same anchor
+        tokens, parents, node = [], [], 0
+        for t in truth.tolist():
+            if len(tokens) >= nodes:
+                break
+            sibs = [t] + [(t + j * 7) % 200 + 4 for j in range(1, self.rng.randint(1, 3))]
+            self.rng.shuffle(sibs)
+            true_row = None
+            for s in sibs[: nodes - len(tokens)]:
+                tokens.append(s)
+                parents.append(node)
+                if s == t:
+                    true_row = len(tokens)
+                elif len(tokens) < nodes and self.rng.random() < 0.5:
+                    tokens.append((s + 3) % 200 + 4)
+                    parents.append(len(tokens) - 1)
+            if true_row is None:
+                break
+            node = true_row
+        return DraftTree(tokens, parents)
+
 
 def recurrent_states(cache: list) -> list:
     from spec.caches import RecurrentCache

@@ -1,0 +1,69 @@
+"""What a generation reports: a Round per target forward as it happens, a GenResult at the end."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Round:
+    """What one round committed. tokens[:accepted] were drafts; the rest is the target's own."""
+
+    engine: str
+    index: int  # 0 = the prefill's first token
+    tokens: list[int]
+    accepted: int
+    drafted: int
+    text: str  # new text (the streaming detokenizer may hold back a partial character or a space)
+    seconds: float  # busy time of this round, measured after the sync
+    done: bool = False
+    pieces: tuple[tuple[str, str], ...] = ()  # the new text split: ("acc", accepted drafts' text), ("own", ...)
+    levels: tuple[tuple[int, int], ...] = ()  # per depth verified: (rank of the draft that landed or 0, drafts there)
+    parents: tuple[int, ...] = ()  # the verified drafts' tree: row i + 1's parent row (0 = the anchor; a chain: i)
+    path: tuple[int, ...] = ()  # the rows it committed, from the anchor (0)
+
+
+@dataclass
+class GenResult:
+    text: str
+    token_ids: list[int]
+    accept_lengths: list[int]  # committed tokens per verify round (drafts accepted + 1)
+    drafted: list[int]  # drafts verified per round
+    target_forwards: int  # prefill included
+    prompt_tokens: int
+    prefill_seconds: float
+    decode_seconds: float
+    finish_reason: str  # "eos" | "length" | "context" | "stopped"
+    engine: str = ""
+    draft_seconds: float = 0.0  # drafter time inside decode_seconds (measured only with profile=True)
+    round_seconds: list[float] = field(default_factory=list)  # each decode round's own time (its jitter: spec.outcome)
+
+    @property
+    def rounds(self) -> int:
+        return len(self.accept_lengths)
+
+    @property
+    def mean_accept(self) -> float:
+        return sum(self.accept_lengths) / max(1, self.rounds)
+
+    @property
+    def tokens_per_sec(self) -> float:
+        """End to end, prefill included."""
+        return len(self.token_ids) / max(1e-9, self.prefill_seconds + self.decode_seconds)
+
+    @property
+    def decode_tokens_per_sec(self) -> float:
+        """Tokens after the first one, over the decode time only."""
+        return (len(self.token_ids) - 1) / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+    def summary(self) -> dict:
+        return {
+            "engine": self.engine, "text": self.text, "token_ids": self.token_ids,
+            "accept_lengths": self.accept_lengths, "rounds": self.rounds,
+            "mean_accept": round(self.mean_accept, 3), "tokens": len(self.token_ids),
+            "tokens_per_sec": round(self.tokens_per_sec, 2),
+            "decode_tokens_per_sec": round(self.decode_tokens_per_sec, 2),
+            "prefill_seconds": round(self.prefill_seconds, 4), "decode_seconds": round(self.decode_seconds, 4),
+            "target_forwards": self.target_forwards, "prompt_tokens": self.prompt_tokens,
+            "finish_reason": self.finish_reason,
+        }

@@ -1,0 +1,224 @@
+"""Drafts verified as a tree: its mask and positions, the cache after a path, lossless at T = 0 and exact
+at T > 0 (spec.tree, spec.positions, spec.verify.walk)."""
+
+import itertools
+import json
+
+import mlx.core as mx
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy.stats import chisquare
+
+import tiny
+from spec.dflash import load_dflash
+from spec.dspark import load_dspark
+from spec.engine import Engine
+from spec.errors import SpecError
+from spec.target import load_target
+from spec.tree import DraftTree, best_first, merge_chains
+from spec.verify import Sampling, log_probs, walk
+
+# rows: 0 anchor; 1, 2 under it; 3 under 1; 4 under 2; 5 under 3
+HAND = DraftTree([11, 12, 13, 14, 15], [0, 0, 1, 2, 3])
+
+
+def test_a_hand_built_tree_has_depths_mask_and_paths():
+    assert HAND.depths == [0, 1, 1, 2, 2, 3]
+    m = HAND.mask()
+    assert m.tolist() == [
+        [1, 0, 0, 0, 0, 0],
+        [1, 1, 0, 0, 0, 0],
+        [1, 0, 1, 0, 0, 0],
+        [1, 1, 0, 1, 0, 0],
+        [1, 0, 1, 0, 1, 0],
+        [1, 1, 0, 1, 0, 1],
+    ]
+    assert HAND.path_to(5) == [0, 1, 3, 5] and HAND.path_to(4) == [0, 2, 4]
+    assert HAND.children() == {0: {11: 1, 12: 2}, 1: {13: 3}, 2: {14: 4}, 3: {15: 5}}
+    assert HAND.levels([0, 1, 3]) == [(1, 2), (1, 1), (0, 1)] and HAND.levels([0, 2, 4]) == [(2, 2), (1, 1)]
+    assert HAND.levels([0]) == [(0, 2)]
+    assert DraftTree.chain(mx.array([4, 5, 6])).levels([0, 1]) == [(1, 1), (0, 1)]
+    assert not HAND.is_chain and DraftTree.chain(mx.array([1, 2, 3])).is_chain
+    with pytest.raises(ValueError):
+        DraftTree([1, 2], [0, 2])  # a parent must be an earlier row
+
+
+def test_best_first_is_the_exact_top_n_of_path_probabilities():
+    """Against brute force over every path of a small random head whose next-token choice depends on
+    the previous token (as DSpark's Markov head makes it)."""
+    rng = np.random.default_rng(0)
+    vocab, depth = 5, 4
+    table = np.log(rng.dirichlet(np.ones(vocab), size=(depth, vocab)))  # [d, prev, next]
+
+    def level(d, parents):
+        lp = table[d][[p % vocab for p in parents]]
+        order = np.argsort(-lp, axis=1)[:, :3]
+        return np.take_along_axis(lp, order, axis=1), order
+
+    for nodes in (1, 3, 7, 12):
+        tree = best_first(level, depth, nodes, anchor=2)
+        assert tree.size == nodes
+        score = {0: 0.0}
+        toks = [2] + tree.token_list()
+        for r in range(1, nodes + 1):
+            p = tree.parents[r - 1]
+            score[r] = score[p] + table[tree.depths[r] - 1][toks[p] % vocab][toks[r]]
+        every = []  # all paths whose every step is among the 3 best of its parent
+        for length in range(1, depth + 1):
+            for path in itertools.product(range(vocab), repeat=length):
+                s, prev, ok = 0.0, 2, True
+                for d, t in enumerate(path):
+                    ok &= t in np.argsort(-table[d][prev])[:3]
+                    s, prev = s + table[d][prev][t], t
+                if ok:
+                    every.append(s)
+        best = sorted(every, reverse=True)[:nodes]
+        assert sorted(score[r] for r in range(1, nodes + 1)) == pytest.approx(sorted(best))
+
+
+@pytest.fixture(scope="module")
+def trio(tiny_dir):
+    folder = tiny_dir / "qwen3"
+    cfg = json.loads((folder / "config.json").read_text())
+    if not (tiny_dir / "dflash-qwen3").exists():
+        tiny.make_dflash_head(tiny_dir / "dflash-qwen3", cfg)
+        tiny.make_dspark_head(tiny_dir / "dspark-qwen3", cfg)
+    t = load_target(str(folder))
+    return t, load_dflash(str(tiny_dir / "dflash-qwen3"), t), load_dspark(str(tiny_dir / "dspark-qwen3"), t)
+
+
+def test_every_row_of_a_tree_forward_is_its_path_fed_alone(trio):
+    t = trio[0]
+    assert t.check_trees() == ""
+    prompt = [30, 31, 32, 33]
+    cache = t.make_cache()
+    t(mx.array([prompt]), cache)
+    logits, _ = t(mx.array([[40] + HAND.token_list()]), cache, tree=HAND)
+    toks = [40] + HAND.token_list()
+    for row in range(len(HAND.depths)):
+        ids = prompt + [toks[r] for r in HAND.path_to(row)]
+        ref, _ = t(mx.array([ids]), t.make_cache())
+        assert mx.allclose(logits[0, row], ref[0, -1], atol=1e-4), row
+
+
+@pytest.mark.parametrize("leaf", range(6))
+def test_after_any_path_the_cache_is_the_cache_of_that_path(trio, leaf):
+    t = trio[0]
+    prompt, toks = [30, 31, 32, 33], [40] + HAND.token_list()
+    cache = t.make_cache()
+    t(mx.array([prompt]), cache)
+    t(mx.array([toks]), cache, tree=HAND)
+    path = HAND.path_to(leaf)
+    t.keep(cache, path, len(toks))
+    fed = t.make_cache()
+    t(mx.array([prompt + [toks[r] for r in path]]), fed)
+    for a, b in zip(cache, fed):
+        assert a.offset == b.offset
+        assert mx.allclose(a.keys[..., : a.offset, :], b.keys[..., : b.offset, :], atol=1e-5)
+        assert mx.allclose(a.values[..., : a.offset, :], b.values[..., : b.offset, :], atol=1e-5)
+    after = [t(mx.array([[50, 51]]), c)[0] for c in (cache, fed)]
+    assert mx.allclose(*after, atol=1e-4)
+
+
+prompts = st.lists(st.integers(min_value=4, max_value=259), min_size=1, max_size=30)
+
+
+@settings(max_examples=8, deadline=None)
+@given(prompt=prompts, nodes=st.integers(1, 20), cap=st.integers(1, 7), n=st.integers(1, 20))
+def test_trees_of_both_heads_are_lossless(trio, prompt, nodes, cap, n):
+    t, dflash, dspark = trio
+    want = Engine(t).generate(prompt, n).token_ids
+    for head in (dflash, dspark):
+        res = Engine(t, head, max_draft=min(cap, head.max_drafts), tree=nodes).generate(prompt, n)
+        assert res.token_ids == want, (head.kind, nodes, cap)
+        assert all(d <= nodes and 1 <= a <= min(cap, d) + 1 for a, d in zip(res.accept_lengths, res.drafted))
+
+
+@pytest.mark.parametrize("corrupt", [0.0, 0.3])
+def test_paths_through_later_siblings_are_lossless(trio, corrupt):
+    """An oracle tree hides the true path among decoys: accepted paths leave through any sibling."""
+    t, dflash, dspark = trio
+    prompt = [10, 20, 30, 40, 50]
+    want = Engine(t).generate(prompt, 40).token_ids
+    for head in (dflash, dspark):
+        lengths = set()
+        for seed in range(3):
+            eng = Engine(t, tiny.OracleHead(head, want, len(prompt), corrupt, seed), max_draft=6, tree=16)
+            res = eng.generate(prompt, 40)
+            assert res.token_ids == want
+            lengths.update(res.accept_lengths)
+        assert max(lengths) >= (4 if corrupt else 6)
+
+
+def test_tree_settings_are_checked(trio):
+    t, dflash, _ = trio
+    for bad in (-1, 65, 2.5):
+        with pytest.raises(SpecError, match="tree"):
+            Engine(t, dflash, max_draft=3, tree=bad)
+
+
+# -- T > 0: the multi-draft rule samples the target exactly ------------------------------------------
+P = mx.array([[2.0, 1.0, 0.0, -1.0, 0.5, 1.5], [0.0, 1.0, 2.0, 0.3, -1.0, 1.0], [1.0, 0.2, 1.0, 0.0, 1.0, 0.0],
+              [0.5, 0.5, 0.0, 1.0, 1.0, 2.0]])
+Q = mx.array([[1.0, 2.0, 0.0, 0.0, 0.5, 1.0]])
+
+
+def drawn_tree(rng: np.random.Generator, q_lp: np.ndarray, draws: int) -> DraftTree:
+    """The anchor's children: `draws` independent draws from q (repeats merged into one node), each
+    with one grandchild drawn from q too."""
+    q = np.exp(q_lp[0])
+    first = rng.choice(6, size=draws, p=q / q.sum()).tolist()
+    second = rng.choice(6, size=draws, p=q / q.sum()).tolist()
+    return merge_chains([[a, b] for a, b in zip(first, second)], [[0, 0]] * draws, mx.array(q_lp))
+
+
+def first_token_counts(s: Sampling, draws: int, n: int = 6000, residual: bool = True) -> np.ndarray:
+    rng = np.random.default_rng(s.seed)
+    q_lp = np.array(log_probs(Q, s))
+    counts = np.zeros(6, dtype=np.int64)
+    for _ in range(n):
+        tree = drawn_tree(rng, q_lp, draws)
+        logits = P[: tree.size + 1] if tree.size < 4 else mx.concatenate([P] * 2)[: tree.size + 1]
+        if residual:
+            _, committed = walk(tree, logits, s, rng)
+        else:
+            committed = [wrong_walk(tree, logits, s, rng)]
+        counts[committed[0]] += 1
+    return counts
+
+
+def wrong_walk(tree: DraftTree, logits: mx.array, s: Sampling, rng: np.random.Generator) -> int:
+    """Tests every draw against the target's own p, never its residual: biased towards the draws."""
+    p = np.exp(np.array(log_probs(logits[0], s), dtype=np.float64))
+    q = np.exp(np.array(tree.q[0], dtype=np.float64))
+    for x in tree.drawn(0):
+        if rng.random() * q[x] < p[x]:
+            return x
+    return int(rng.choice(6, p=p / p.sum()))
+
+
+@pytest.mark.parametrize("s, draws", [(Sampling(1.0), 3), (Sampling(0.7, top_k=4, seed=1), 2),
+                                      (Sampling(1.3, top_p=0.8, seed=2), 4), (Sampling(1.0, seed=3), 1)])
+def test_the_multi_draft_rule_samples_the_target(s, draws):
+    p = np.array(mx.exp(log_probs(P[0], s)), dtype=np.float64)
+    counts = first_token_counts(s, draws)
+    keep = p > 0
+    assert counts[~keep].sum() == 0
+    assert chisquare(counts[keep], p[keep] / p[keep].sum() * counts.sum()).pvalue > 1e-3
+
+
+def test_a_rule_without_the_residual_is_caught():
+    s = Sampling(1.0, seed=4)
+    p = np.array(mx.exp(log_probs(P[0], s)), dtype=np.float64)
+    counts = first_token_counts(s, 3, residual=False)
+    assert chisquare(counts, p / p.sum() * counts.sum()).pvalue < 1e-6
+
+
+def test_sampled_trees_of_both_heads_run_and_stay_in_the_vocabulary(trio):
+    t, dflash, dspark = trio
+    for head in (dflash, dspark):
+        res = Engine(t, head, max_draft=5, tree=9, sampling=Sampling(0.8, seed=5)).generate([7, 8, 9], 24)
+        assert len(res.token_ids) == 24 or res.finish_reason == "eos"
+        assert all(0 <= i < t.vocab_size for i in res.token_ids)
+        assert all(d <= 9 for d in res.drafted) and max(res.drafted) > 5  # several chains: more than one deep
