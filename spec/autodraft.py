@@ -106,9 +106,11 @@ class Acceptance:
     too; a position never tried carries that on from the last one that was). A tree round also tells how
     the head's second, third... choices fare where the first missed (`ranks`).
 
-    What a head lands drifts within an answer (a restated question, then a formula it knows): every
-    round discounts the evidence before it by `decay` (`discount`), so recent rounds and probes count
-    more, and a generation parked by its first rounds comes back when its probes land again."""
+    What a head lands drifts within an answer (a restated question, then a formula it knows): each
+    verified round and each probe discounts the evidence before it by `decay` (`discount`), so recent
+    rounds and probes count more, and a generation parked by its first rounds comes back when its probes
+    land again. (Discounting every parked round instead would wear the probes' evidence away between
+    them, leaving the prior in charge: a head calibrated as weak could then never come back.)"""
 
     def __init__(self, prior: list[float], strength: float = 4.0, second: list[float] = (), decay: float = 1.0):
         self.prior, self.strength, self.second, self.decay = list(prior), strength, list(second), decay
@@ -163,8 +165,8 @@ class AutoDraft:
     (~12 ms on pocket), where a verified probe cost a drafting round for about one token (~40 ms more
     than the plain step). So a parked generation probes soon, and each probe that leaves it parked
     doubles the wait before the next (2, 4, 8, 16 parked rounds: a head that lands little early on may
-    pay later, a weak one costs ~1%). Every round discounts older evidence (`decay`), so what the head
-    lands now outweighs its first rounds.
+    pay later, a weak one costs ~1%). Each verified round or probe discounts older evidence (`decay`),
+    so what the head lands now outweighs its first rounds.
 
     Leaving a run of parked rounds costs more than one round shows (the first drafting round is not
     pipelined, the head takes in the taps it missed), so a parked generation drafts again only when
@@ -190,7 +192,8 @@ class AutoDraft:
         self.chosen: list[int] = []
         self.strength = strength
         self.plain = [0.0, 0]  # steady parked rounds: summed ms, count
-        self.drafting = [0.0, 0.0, 0]  # drafting rounds: summed ms, summed calibrated ms, count
+        self.drafting = [0.0, 0.0, 0]  # chain rounds: summed ms, summed calibrated ms, count
+        self.tree_rounds = [0.0, 0]  # tree rounds: summed ms beyond calibrated, count (their own extra)
 
     @property
     def speed(self) -> float:
@@ -200,9 +203,16 @@ class AutoDraft:
 
     @property
     def extra(self) -> float:
-        """A drafting round's mean time beyond its calibrated forward and drafting, at today's speed."""
+        """A chain round's mean time beyond its calibrated forward and drafting, at today's speed."""
         ms, calibrated, n = self.drafting
         return (ms - self.speed * calibrated) / (n + self.strength)
+
+    @property
+    def tree_extra(self) -> float:
+        """The same for tree rounds, which may cost more in the loop than calibrated (DSpark syncs once per
+        depth): measured on tree rounds, from a prior of the drafting rounds' extra worth `strength` rounds."""
+        over, n = self.tree_rounds
+        return (over + self.strength * self.extra) / (n + self.strength)
 
     def _choose(self, parking: bool = True) -> tuple[int, int]:
         """The next round's (draft length or a tree's depth, the tree's size or 0 for a chain)."""
@@ -216,7 +226,7 @@ class AutoDraft:
                 else stay / round_ms(self.costs, 0, self.speed))
         values, nodes = tree_tokens(self.acceptance.ranks(), self.max_nodes), 0
         for n in range(2, self.max_nodes + 1):
-            rate = values[n] / (round_ms(self.costs, n, self.speed, self.extra) + self.speed * self.costs.tree_ms)
+            rate = values[n] / (round_ms(self.costs, n, self.speed, self.tree_extra) + self.speed * self.costs.tree_ms)
             if rate > best:
                 best, nodes = rate, n
         return (self.max_k, nodes) if nodes else (k, 0)
@@ -245,8 +255,8 @@ class AutoDraft:
         `levels`: a tree round's (rank that landed, choices) per depth. A parked round times a plain step
         only when `steady`: it dispatched exactly one step and no probe (pipelining puts two steps in
         the first round of a parked run, none in its last)."""
-        self.acceptance.discount()
         if drafted:
+            self.acceptance.discount()
             tree = levels is not None and any(width > 1 for _, width in levels)
             if levels is not None:
                 self.acceptance.observe_levels(list(levels))
@@ -254,7 +264,10 @@ class AutoDraft:
                 self.acceptance.observe(drafted, accepted)
             if ms is not None:
                 calibrated = round_ms(self.costs, drafted) + (self.costs.tree_ms if tree else 0.0)
-                self.drafting = [self.drafting[0] + ms, self.drafting[1] + calibrated, self.drafting[2] + 1]
+                if tree:
+                    self.tree_rounds = [self.tree_rounds[0] + ms - self.speed * calibrated, self.tree_rounds[1] + 1]
+                else:
+                    self.drafting = [self.drafting[0] + ms, self.drafting[1] + calibrated, self.drafting[2] + 1]
         elif ms is not None and steady:
             self.plain = [self.plain[0] + ms, self.plain[1] + 1]
 
@@ -263,6 +276,8 @@ class AutoDraft:
         true; those before `start` were reported already. Reported as the target commits (a head that
         lands its first drafts is picked up before its probe is over); once `final`, a probe that leaves
         the generation parked doubles the wait for the next."""
+        if start == 0:
+            self.acceptance.discount()
         self.acceptance.observe(drafted, matched, start)
         if final and self._choose()[0] == 0:
             self.gap = min(2 * self.gap, self.gaps[1])

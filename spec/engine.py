@@ -140,6 +140,7 @@ class Generation:
         self.rng = np.random.default_rng(self.engine.sampling.seed)  # the acceptance rule's draws (T > 0)
         self.accept_lengths: list[int] = []
         self.drafted: list[int] = []
+        self.trees: list[bool] = []
         self.forwards = 0
         self.prefill_seconds = self.decode_seconds = self.draft_seconds = 0.0
         self.round_seconds: list[float] = []
@@ -170,7 +171,7 @@ class Generation:
             drafted=list(self.drafted), target_forwards=self.forwards, prompt_tokens=len(self.prompt_ids),
             prefill_seconds=self.prefill_seconds, decode_seconds=self.decode_seconds,
             draft_seconds=self.draft_seconds, finish_reason=self.finish_reason or "running", engine=self.engine.name,
-            round_seconds=list(self.round_seconds))
+            trees=list(self.trees), round_seconds=list(self.round_seconds))
 
     def _keys(self) -> tuple[mx.array | None, mx.array | None]:
         if self.engine.sampling.greedy:
@@ -274,6 +275,7 @@ class Generation:
                 self.pending.append(taps[:, :accepted + 1] if path[-1] == accepted else taps[:, mx.array(path)])
             self.accept_lengths.append(accepted + 1)
             self.drafted.append(drafted)
+            self.trees.append(not tree.is_chain)
         seconds = time.perf_counter() - tic + shared
         if self.policy and self.ids:
             self.policy.observe(drafted, accepted, 1000 * seconds, levels=shape[0])
@@ -296,6 +298,7 @@ class Generation:
         tokens = [int(token.item())]
         self.accept_lengths.append(1)
         self.drafted.append(0)
+        self.trees.append(False)
         self.in_flight = self.queued is not None
         seconds = time.perf_counter() - tic
         if self.policy:

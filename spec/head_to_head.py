@@ -21,26 +21,35 @@ from .report import header_of, spread, to_markdown, write_outputs
 from .sweep import summarise
 
 
-def print_cost_model(preset: str = "pocket") -> None:
-    """The draft-length chooser's cost model of each head (spec.autodraft: measured once per machine and
-    cached), in this process's BLAS: what `auto` weighs every round."""
+def cost_model(arena: Any, preset: str = "pocket") -> str:
+    """The chooser's cost model of each head (spec.autodraft: measured once per machine and cached), in
+    this process's BLAS, as markdown: what `auto` weighs every round, per row count verified."""
     import pandas as pd
 
-    from .arena import load_preset_arena
     from .calibrate import cached_costs
+
+    out = []
+    for kind, head in arena.heads.items():
+        c = arena.call(lambda h=head: cached_costs(arena.target, h))
+        rows = [{"k": k, "verify (k+1 rows) ms": round(c.verify[k], 2), "draft ms": round(c.draft[k], 2),
+                 "round ms": round(c.verify[k] + c.draft[k], 2),
+                 "prior a_k": round(c.prior[k - 1], 2) if k else "-"} for k in range(c.max_k + 1)]
+        trees = (f"choices 2, 3, ... land where the ones before missed: {', '.join(f'{r:.2f}' for r in c.second)}; "
+                 f"a tree round costs {c.tree_ms:.1f} ms more than a chain of as many drafts" if c.second
+                 else "this target verifies chains only")
+        out.append(f"\nauto's cost model, {kind} head ({preset}): ms per round verifying k drafts (a chain, or a "
+                   f"tree of k)\n\n{to_markdown(pd.DataFrame(rows))}\n\n{trees}\n")
+    return "".join(out)
+
+
+def print_cost_model(preset: str = "pocket") -> None:
+    from .arena import load_preset_arena
 
     arena = load_preset_arena(preset)
     try:
-        for kind, head in arena.heads.items():
-            c = arena.call(lambda h=head: cached_costs(arena.target, h))
-            print(f"\nauto's cost model, {kind} head ({preset}): ms per round verifying k drafts")
-            rows = [{"k": k, "verify (k+1 rows) ms": round(c.verify[k], 2), "draft ms": round(c.draft[k], 2),
-                     "round ms": round(c.verify[k] + c.draft[k], 2),
-                     "prior a_k": round(c.prior[k - 1], 2) if k else "-"} for k in range(c.max_k + 1)]
-            print(to_markdown(pd.DataFrame(rows)))
+        print(cost_model(arena, preset))
     finally:
         arena.close()
-
 
 
 @dataclass(frozen=True)
@@ -64,9 +73,9 @@ def methods(heads: dict, vocab_ablation: bool = False) -> list[Method]:
         full = heads[kind].max_drafts
         out += [Method(f"{label} cap {c}", kind, c) for c in caps if c < full]
         out.append(Method(f"{label} full ({full})", kind, full))
-        out.append(Method(f"{label} tree ({full})", kind, full, tree=full))
         if vocab_ablation and heads[kind].draft_vocab is not None:
             out.append(Method(f"{label} full, whole vocab", kind, full, whole_vocab=True))
+        out.append(Method(f"{label} tree ({full})", kind, full, tree=full))
         out.append(Method(f"{label} auto", kind, "auto"))
         out.append(Method(f"{label} auto, chains", kind, "auto", tree=0))
     return out
@@ -111,7 +120,8 @@ def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_n
             head.draft_vocab = vocab
     return {"ids": r.token_ids, "tok_s": r.tokens_per_sec, "decode_tok_s": r.decode_tokens_per_sec,
             "accept": r.accept_lengths,
-            "draft_s": r.draft_seconds, "decode_s": r.decode_seconds, "drafted": r.drafted}
+            "draft_s": r.draft_seconds, "decode_s": r.decode_seconds,
+            "drafted": [f"t{d}" if tree else str(d) for d, tree in zip(r.drafted, r.trees)]}
 
 
 
@@ -170,13 +180,20 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
 
 
 def run_head_to_head(a: argparse.Namespace) -> int:
-    prompts, runs = on_arena(a, lambda arena, prompts: arena.call(lambda: head_to_head(
-        arena.target, arena.heads, prompts, trials=a.trials, max_new_tokens=a.max_new_tokens,
-        temperature=a.temperature, vocab_ablation=a.vocab_ablation,
-        only=[w.strip() for w in (a.methods or "").split(",") if w.strip()])))
+    def bench(arena: Any, prompts: list[dict]) -> tuple[Any, str]:
+        runs = arena.call(lambda: head_to_head(
+            arena.target, arena.heads, prompts, trials=a.trials, max_new_tokens=a.max_new_tokens,
+            temperature=a.temperature, vocab_ablation=a.vocab_ablation,
+            only=[w.strip() for w in (a.methods or "").split(",") if w.strip()]))
+        auto = runs["method"].str.contains(" auto").any()
+        return runs, cost_model(arena, a.preset if not a.target else a.target) if auto else ""
+
+    prompts, (runs, costs) = on_arena(a, bench)
     header = header_of(a, f"{len(prompts)} prompts, {a.trials} trials, {a.max_new_tokens} new tokens, "
                           f"T={a.temperature}")
     paths = write_outputs(runs, summarise(runs), Path(a.out), header)
+    if costs:
+        paths[0].write_text(paths[0].read_text() + costs)
     print(paths[0].read_text())
     print("written: " + ", ".join(str(p) for p in paths))
     return 0

@@ -44,8 +44,9 @@ def main(argv: list[str]) -> int:
         if isinstance(f.default, bool):
             if f.name != "baseline":
                 ap.add_argument("--" + f.name.replace("_", "-"), action="store_true")
-        else:
-            ap.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
+        else:  # a setting whose default is None (tree: the engine's default) takes a number
+            ap.add_argument("--" + f.name.replace("_", "-"), type=int if f.default is None else type(f.default),
+                            default=f.default)
     ap.add_argument("--no-baseline", action="store_true")
     a = ap.parse_args(argv)
     settings = RaceSettings(**{k: getattr(a, k) for k in RaceSettings.__dataclass_fields__ if k != "baseline"},

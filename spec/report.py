@@ -121,14 +121,15 @@ def write_outputs(runs: "Any", table: "Any", out: Path, header: str) -> list[Pat
 
 
 def length_mix(runs: "Any") -> str:
-    """For each auto method and domain: how often each draft length was chosen (markdown lines)."""
+    """For each auto method and domain: how often each draft length was chosen (markdown lines; "t5":
+    a tree of 5 drafts)."""
     if "drafted" not in runs:
         return ""
     lines = []
-    for (method, domain), g in runs[runs["method"].str.endswith(" auto")].groupby(["method", "domain"], sort=False):
-        ks = [int(k) for text in g["drafted"].fillna("") for k in str(text).split()]
+    for (method, domain), g in runs[runs["method"].str.contains(" auto")].groupby(["method", "domain"], sort=False):
+        ks = [k for text in g["drafted"].fillna("") for k in str(text).split()]
         if ks:
-            share = {k: ks.count(k) / len(ks) for k in sorted(set(ks))}
+            share = {k: ks.count(k) / len(ks) for k in sorted(set(ks), key=lambda k: (k[0] == "t", int(k.strip("t"))))}
             lines.append(f"- {method}, {domain}: " + ", ".join(f"{k}: {100 * v:.0f}%" for k, v in share.items()))
     return "\n".join(lines) + "\n" if lines else ""
 

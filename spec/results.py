@@ -36,6 +36,7 @@ class GenResult:
     finish_reason: str  # "eos" | "length" | "context" | "stopped"
     engine: str = ""
     draft_seconds: float = 0.0  # drafter time inside decode_seconds (measured only with profile=True)
+    trees: list[bool] = field(default_factory=list)  # per round: its drafts were verified as a tree (not a chain)
     round_seconds: list[float] = field(default_factory=list)  # each decode round's own time (its jitter: spec.outcome)
 
     @property

@@ -109,7 +109,7 @@ def test_parked_steps_pipeline_probe_in_the_shadow_and_keep_every_tap_for_the_dr
     gen = Engine(qwen3, head, max_draft="auto", costs=Costs([1.0, 5.0], [0.0, 1.0], [0.0])).start(prompt, 12)
     flight = [(gen.step(), gen.in_flight)[1] for _ in range(8)]  # prefill + 7 parked rounds
     assert gen.drafted == [0] * 7 and all(flight)
-    assert len(anchors) >= 2 and gen.policy.acceptance.tried[0] >= 2  # probes drafted and were judged
+    assert len(anchors) >= 2 and gen.policy.acceptance.tried[0] > 1  # probes drafted and were judged (discounted since)
     for anchor, before in anchors:  # each drafted after a committed token, from the taps of all before it
         assert (prompt + gen.ids)[before] == anchor
     seen = prompt + gen.ids  # the last token's step is in flight: its taps are kept already

@@ -23,8 +23,11 @@ def test_head_to_head_smoke(tiny_dir, tmp_path):
     assert set(table["domain"]) == {"chat", "code", "math"}
     methods = list(dict.fromkeys(table["method"]))
     assert methods == ["greedy (ours)", "greedy (mlx-lm)", "DSpark cap 2", "DSpark cap 4", "DSpark full (7)",
-                       "DSpark auto", "DFlash cap 2", "DFlash full (7)", "DFlash auto"]
-    assert "chosen draft lengths of the auto rows" in (out / "table.md").read_text()
+                       "DSpark tree (7)", "DSpark auto", "DSpark auto, chains", "DFlash cap 2", "DFlash full (7)",
+                       "DFlash tree (7)", "DFlash auto", "DFlash auto, chains"]
+    md = (out / "table.md").read_text()
+    assert "chosen draft lengths of the auto rows" in md
+    assert "auto's cost model, dspark head" in md and "verify (k+1 rows) ms" in md  # what auto weighed, per row count
     assert (table[table["method"] == "greedy (ours)"]["speedup"] == 1.0).all()
     assert (out / "speedup.png").stat().st_size > 1000 and json.loads((out / "table.json").read_text())
     assert "accept / tok/s / speedup" in (out / "table.md").read_text()
@@ -66,7 +69,8 @@ def test_vocab_ablation_adds_whole_vocabulary_rows(qwen3, tiny_dir):
     head.use_draft_vocab(range(4, qwen3.vocab_size, 2))
     runs = h2h.head_to_head(qwen3, {"dspark": head}, [{"domain": "code", "prompt": "hi"}], trials=1,
                             max_new_tokens=6, progress=False, vocab_ablation=True)
-    assert list(dict.fromkeys(runs["method"]))[-3:] == ["DSpark full (7)", "DSpark full, whole vocab", "DSpark auto"]
+    rows = list(dict.fromkeys(runs["method"]))
+    assert rows[-5:-2] == ["DSpark full (7)", "DSpark full, whole vocab", "DSpark tree (7)"]
     assert head.draft_vocab is not None  # the ablation row put the head back as it was
 
 
@@ -163,4 +167,5 @@ def test_methods_filter_keeps_the_reference(qwen3, tiny_dir):
     head = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
     runs = h2h.head_to_head(qwen3, {"dspark": head}, [{"domain": "code", "prompt": "hi"}], trials=1,
                             max_new_tokens=4, progress=False, only=["auto", "mlx-lm"])
-    assert list(dict.fromkeys(runs["method"])) == ["greedy (ours)", "greedy (mlx-lm)", "DSpark auto"]
+    rows = list(dict.fromkeys(runs["method"]))
+    assert rows == ["greedy (ours)", "greedy (mlx-lm)", "DSpark auto", "DSpark auto, chains"]

@@ -274,6 +274,30 @@ def test_run_is_off_and_stop_on_only_while_racing(app, browser):
         expect(page.locator("#stop")).to_be_disabled()
 
 
+@pytest.mark.browser
+def test_a_lane_draws_its_last_rounds_tree(app, browser):
+    """Fixed draft lengths with trees: while racing, each head's card names its tree and draws it."""
+    from playwright.sync_api import expect
+
+    with opened(browser, "tree-failure.png") as page:
+        fresh(page, app.url, 400, "Tell me a long story.")
+        settings(page, True)
+        page.locator("#auto-length input[type=checkbox]").uncheck()
+        for eid, value in (("dspark-cap", 4), ("dflash-len", 4), ("tree", 8)):
+            box = page.locator(f"#{eid} input[type=number]")
+            box.fill(str(value))
+            box.press("Enter")
+            expect(page.locator(f"#{eid} input[type=range]")).to_have_value(str(value))
+        settings(page, False)
+        page.click("#run")
+        for lane in ("dspark", "dflash"):
+            page.wait_for_selector(f".lane-card.{lane} svg.round-tree", timeout=60_000)
+            expect(page.locator(f".lane-card.{lane} .chosen")).to_contain_text("tree of 8")
+        page.locator("#lanes").screenshot(path=str(artifacts() / "lanes-tree.png"))
+        page.click("#stop")
+        wait_done(page, "stopped", timeout=60_000)
+
+
 # -- the page never contradicts itself (issue 28) ----------------------------------------------------
 
 @pytest.mark.browser

@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 from scipy.stats import chisquare
 
 import tiny
+from spec.autodraft import Costs
 from spec.dflash import load_dflash
 from spec.dspark import load_dspark
 from spec.engine import Engine
@@ -124,6 +125,12 @@ def test_after_any_path_the_cache_is_the_cache_of_that_path(trio, leaf):
 prompts = st.lists(st.integers(min_value=4, max_value=259), min_size=1, max_size=30)
 
 
+def tree_costs(k: int) -> Costs:
+    """Costs under which trees pay: verifying is nearly free, second choices land often."""
+    return Costs(verify=[10.0 + 0.1 * i for i in range(k + 1)], draft=[0.0] + [0.5] * k, prior=[0.5] * k,
+                 second=[0.6, 0.5, 0.4])
+
+
 @settings(max_examples=8, deadline=None)
 @given(prompt=prompts, nodes=st.integers(1, 20), cap=st.integers(1, 7), n=st.integers(1, 20))
 def test_trees_of_both_heads_are_lossless(trio, prompt, nodes, cap, n):
@@ -133,6 +140,31 @@ def test_trees_of_both_heads_are_lossless(trio, prompt, nodes, cap, n):
         res = Engine(t, head, max_draft=min(cap, head.max_drafts), tree=nodes).generate(prompt, n)
         assert res.token_ids == want, (head.kind, nodes, cap)
         assert all(d <= nodes and 1 <= a <= min(cap, d) + 1 for a, d in zip(res.accept_lengths, res.drafted))
+        auto = Engine(t, head, max_draft="auto", costs=tree_costs(head.max_drafts), tree=nodes).generate(prompt, n)
+        assert auto.token_ids == want, (head.kind, nodes, "auto")
+
+
+def test_auto_picks_a_tree_where_second_choices_pay_and_a_chain_where_they_do_not():
+    from spec.autodraft import AutoDraft, tree_tokens
+
+    # a 2-node tree: the first choice at depth 1 and either its child or the second choice beside it
+    assert tree_tokens([[0.5, 0.6], [0.5, 0.0]], 2) == pytest.approx([1.0, 1.5, 1.5 + 0.3])
+    assert tree_tokens([[0.9, 0.1]] * 3, 3)[-1] == pytest.approx(1 + 0.9 + 0.81 + 0.729)  # here a chain is best
+    auto = AutoDraft(tree_costs(7), max_k=7, max_nodes=7)
+    assert auto.next() == 7 and auto.nodes == 7  # rows are nearly free and second choices land: the widest tree
+    never = tree_costs(7)
+    never.second = [0.0, 0.0, 0.0]  # calibrated: second choices never land
+    auto = AutoDraft(never, max_k=7, max_nodes=7)
+    auto.next()
+    assert auto.nodes == 0
+    for _ in range(30):
+        auto.observe(2, 1, levels=[(2, 2)])  # ... but here the first choice misses and the second lands
+    auto.next()
+    assert auto.nodes >= 2
+    chains = AutoDraft(tree_costs(7), max_k=7, max_nodes=0)  # trees not allowed
+    assert chains.next() > 0 and chains.nodes == 0
+    hybrid = AutoDraft(Costs([10.0, 10.1], [0.0, 0.5], [0.5]), max_k=1, max_nodes=4)  # calibrated without trees
+    assert hybrid.max_nodes == 0
 
 
 @pytest.mark.parametrize("corrupt", [0.0, 0.3])
@@ -222,3 +254,31 @@ def test_sampled_trees_of_both_heads_run_and_stay_in_the_vocabulary(trio):
         assert len(res.token_ids) == 24 or res.finish_reason == "eos"
         assert all(0 <= i < t.vocab_size for i in res.token_ids)
         assert all(d <= 9 for d in res.drafted) and max(res.drafted) > 5  # several chains: more than one deep
+
+
+def test_end_to_end_trees_sample_the_targets_joint_law(tiny_dir):
+    """Tokens 2 and 3 sampled through the whole engine with drawn trees (DSpark, 3 chains) vs the
+    target's own law, as tests/test_sampling.py checks chains."""
+    from test_sampling import expected_counts, later_tokens_law, vocab8_pair
+
+    t, head = vocab8_pair(tiny_dir)
+    prompt = [1, 4, 6]
+    exp = later_tokens_law(t, prompt, Sampling(1.0, seed=0))
+    n = 1500
+    counts = np.zeros((8, 8))
+    for seed in range(n):
+        ids = Engine(t, head, max_draft=2, tree=6, sampling=Sampling(1.0, seed=seed)).generate(prompt, 3).token_ids
+        counts[ids[1], ids[2]] += 1
+    assert chisquare(counts.ravel(), expected_counts(exp.ravel(), n)).pvalue > 1e-3
+
+
+def test_tree_rounds_that_cost_more_in_the_loop_than_calibrated_lose_to_chains():
+    from spec.autodraft import AutoDraft
+
+    auto = AutoDraft(tree_costs(7), max_k=7, max_nodes=7)
+    assert auto.next() == 7 and auto.nodes == 7
+    for _ in range(20):
+        auto.observe(7, 2, ms=40.0, levels=[(1, 2), (1, 2), (0, 2)])  # each tree round: ~3x its calibrated 11 ms
+    assert auto.tree_extra > 20 and auto.extra == 0.0  # the chains' own extra is not theirs to pay
+    auto.next()
+    assert auto.nodes == 0
