@@ -211,7 +211,7 @@ def first_token_counts(s: Sampling, draws: int, n: int = 6000, residual: bool = 
     counts = np.zeros(6, dtype=np.int64)
     for _ in range(n):
         tree = drawn_tree(rng, q_lp, draws)
-        logits = P[: tree.size + 1] if tree.size < 4 else mx.concatenate([P] * 2)[: tree.size + 1]
+        logits = mx.concatenate([P] * 3)[: tree.size + 1]  # a row per node (up to 8 drawn) and the anchor
         if residual:
             _, committed = walk(tree, logits, s, rng)
         else:
