@@ -93,6 +93,14 @@ class WindowKVCache:
         k = mx.arange(self.start, self.offset + n)[None]
         return (k <= q) & (k > q - self.window)
 
+    def tree_mask(self, seen: mx.array, depths: mx.array) -> mx.array:
+        """Boolean [R, rows] for a tree's R rows at offset + depths (seen: their ancestor mask [R, R]):
+        the context keys within each row's window, and the row's ancestors within it. Call after
+        reserve(R)."""
+        q = self.offset + depths[:, None]
+        context = mx.arange(self.start, self.offset)[None] > q - self.window
+        return mx.concatenate([context, seen & (depths[:, None] - depths[None] < self.window)], axis=1)
+
     def size(self) -> int:
         return self.offset - self.start
 
@@ -123,12 +131,15 @@ class Tape:
 
 class RecurrentCache(ArraysCache):
     """mlx-lm's ArraysCache (a recurrent layer's conv state and recurrent state) plus the tape of the
-    latest forward, so that `trim(n)` can take that forward's last n rows back exactly."""
+    latest forward, so that `trim(n)` can take that forward's last n rows back exactly. After a tree
+    forward (spec.branches) the tape holds one batch entry per leaf path (`paths`): `keep_path` then
+    keeps a path's first rows."""
 
     def __init__(self, size: int):
         super().__init__(size)
         self.tape: Tape | None = None
-        self.rows = 0  # rows of the forward the tape holds
+        self.rows = 0  # rows of the forward the tape holds (per path after a tree forward)
+        self.paths: list[list[int]] | None = None  # a tree forward's leaf paths, in batch order
 
     def is_trimmable(self) -> bool:
         return True
@@ -137,14 +148,34 @@ class RecurrentCache(ArraysCache):
         """Leave the layer as if only the first rows - n rows of its latest forward had run."""
         if n <= 0:
             return 0
-        tape, self.tape = self.tape, None
-        if tape is None or n > self.rows:
+        if self.paths is not None:
+            raise RuntimeError("after a tree forward a recurrent layer keeps a path (keep_path), not a prefix")
+        if n > self.rows:
             raise RuntimeError(f"a recurrent layer can only take back rows of its latest forward "
                                f"({self.rows} rows, {n} asked)")
+        self._replay(self.rows - n, 0)
+        return n
+
+    def keep_path(self, rows: list[int]) -> None:
+        """After a tree forward: leave the layer as if only `rows` (a root-to-node path) had run."""
+        if self.paths is None:
+            self.trim(self.rows - len(rows))
+            return
+        entry = next((i for i, p in enumerate(self.paths) if p[: len(rows)] == rows), None)
+        if entry is None:
+            raise RuntimeError(f"rows {rows} are not a path of the latest tree forward")
+        self.paths = None
+        self._replay(len(rows), entry)
+
+    def _replay(self, keep: int, entry: int) -> None:
+        """Set the states to those after the first `keep` rows of the tape's batch entry `entry`."""
+        tape, self.tape = self.tape, None
+        if tape is None:
+            raise RuntimeError("a recurrent layer can only take back rows of its latest forward (no tape)")
         if len(tape.convs) > 1 or len(tape.calls) > 1 or not (tape.convs or tape.calls):
             raise RuntimeError(f"one forward of this layer ran {len(tape.convs)} convolutions and {len(tape.calls)} "
                                "recurrences; the tape takes back one of each")
-        keep = self.rows - n
+        one = slice(entry, entry + 1)
         state_slot = None
         if tape.calls:
             fn, args, out_state = tape.calls[0]
@@ -152,10 +183,13 @@ class RecurrentCache(ArraysCache):
             if state_slot is None:
                 raise RuntimeError("the recurrence's state is not in the layer's cache")
             rows, state_arg = RECURRENCES[fn.__name__]  # fn: the function the tape wrapped
+            start = args.get(state_arg)
+            start = start[one] if start is not None and start.shape[0] > 1 else start
             if keep == 0:
-                self.cache[state_slot] = args.get(state_arg)
+                self.cache[state_slot] = start
             else:
-                kept = {k: (v[:, :keep] if k in rows and v is not None else v) for k, v in args.items()}
+                kept = {k: (v[one, :keep] if k in rows and v is not None else v) for k, v in args.items()}
+                kept[state_arg] = start
                 self.cache[state_slot] = fn(**kept)[1]
         if tape.convs:
             conv_slot = [i for i in range(len(self.cache)) if i != state_slot]
@@ -163,9 +197,8 @@ class RecurrentCache(ArraysCache):
                 raise RuntimeError("the conv state's slot in the layer's cache is ambiguous")
             x = tape.convs[0]  # [B, K-1 + rows, C]
             width = x.shape[1] - self.rows
-            self.cache[conv_slot[0]] = x[:, keep : keep + width]
+            self.cache[conv_slot[0]] = x[one, keep : keep + width]
         self.rows = keep
-        return n
 
 
 # -- recording -------------------------------------------------------------------------------------
@@ -178,7 +211,7 @@ class recording:
     def __init__(self, cache: Any, rows: int):
         self.cache = cache if isinstance(cache, RecurrentCache) else None
         if self.cache is not None:
-            self.cache.tape, self.cache.rows = Tape(), rows
+            self.cache.tape, self.cache.rows, self.cache.paths = Tape(), rows, None
 
     def __enter__(self) -> None:
         _recording.cache = self.cache
@@ -187,7 +220,8 @@ class recording:
         _recording.cache = None
 
 
-def _active() -> RecurrentCache | None:
+def active_cache() -> RecurrentCache | None:
+    """The RecurrentCache of the layer the target's walk is running (None outside it)."""
     return getattr(_recording, "cache", None)
 
 
@@ -198,7 +232,7 @@ def _taped_conv_class(cls: type) -> type:
     """A subclass of a conv module class whose calls record their input on the active tape."""
     if cls not in _taped_classes:
         def __call__(self, x: mx.array) -> mx.array:
-            c = _active()
+            c = active_cache()
             if c is not None:
                 c.tape.convs.append(x)
             return cls.__call__(self, x)
@@ -212,7 +246,7 @@ def _taped_recurrence(fn: Callable) -> Callable:
 
     def taped(*args: Any, **kwargs: Any) -> Any:
         out = fn(*args, **kwargs)
-        c = _active()
+        c = active_cache()
         if c is not None:
             c.tape.calls.append((fn, dict(sig.bind(*args, **kwargs).arguments), out[1]))
         return out
@@ -276,6 +310,6 @@ def copy_cache(cache: list) -> list:
             elif isinstance(v, list):
                 setattr(d, k, [mx.array(a) if isinstance(a, mx.array) else a for a in v])
         if isinstance(d, RecurrentCache):
-            d.tape, d.rows = None, 0
+            d.tape, d.rows, d.paths = None, 0, None
         out.append(d)
     return out

@@ -90,7 +90,7 @@ def timed_runs(target: Any, head: Any, runs: int = 11, context: int = 64,
         row = mx.array([[ids[context]] + tree.token_list()])
         logits, _ = target(row, cache, head.config.target_layer_ids, tree=tree)
         mx.eval(logits)
-        target.trim(cache, K + 1)
+        target.keep(cache, [], K + 1)  # every row back out (recurrent layers: out of every path)
 
     def plain_step() -> float:  # a parked round runs pipelined, like plain decoding: its steady rounds
         rounds = list(Engine(target).start(ids[:context], 10))  # (the prefill, the pipeline's first and last left out)

@@ -56,8 +56,9 @@ def install(model: nn.Module) -> int:
 
 
 @contextmanager
-def rows_at(depths: mx.array) -> Iterator[None]:
-    """While the graph of a forward is built: its rows are at offset + depths[i] (depths [R] int)."""
+def rows_at(depths: mx.array | None) -> Iterator[None]:
+    """While the graph of a forward is built: its rows are at offset + depths[i] (depths [R] int;
+    None: at their usual positions)."""
     _active.depths = depths
     try:
         yield

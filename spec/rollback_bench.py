@@ -79,6 +79,47 @@ def measure(target: Any, ks: Sequence[int] = KS, runs: int = 7, context: int = 6
     return rows
 
 
+# two 15-node trees: a spine of 11 with a second guess at each of its first 4 depths (5 paths of up to 12
+# rows, as a confident head's best-first tree looks), and a bushy one (binary to depth 3, then one more:
+# 8 paths of up to 5 rows)
+TREES = {"spine": list(range(11)) + [0, 1, 2, 3], "bushy": [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7]}
+
+
+def measure_trees(target: Any, runs: int = 7, context: int = 64, seed: int = 0) -> list[dict]:
+    """Median ms of verifying 15 drafts as a chain and as each tree of TREES (the same 16 rows), and of
+    keeping the tree's last path afterwards (spec.branches replays recurrent layers from that path)."""
+    import mlx.core as mx
+
+    from .caches import copy_cache
+    from .tree import DraftTree
+
+    ids = mx.random.randint(0, target.vocab_size, (context + 16,), key=mx.random.key(seed)).tolist()
+    base = target.make_cache()
+    target(mx.array([ids[:context]]), base)
+    mx.eval(_arrays(base))
+    rows = []
+    for shape, parents in TREES.items():
+        tree = DraftTree(ids[context + 1 :], parents)
+        path = tree.path_to(tree.size)
+        chain, verify, keep = [], [], []
+        for run in range(runs + 1):  # the first run warms up
+            plain, cache = copy_cache(base), copy_cache(base)
+            mx.eval(_arrays(plain), _arrays(cache))
+            c = _ms(lambda: mx.eval(target(mx.array([ids[context:]]), plain)[0], _arrays(plain)))
+            v = _ms(lambda: mx.eval(target(mx.array([ids[context:]]), cache, tree=tree)[0], _arrays(cache)))
+            k = _ms(lambda: (target.keep(cache, path, 16), mx.eval(_arrays(cache))))
+            if run:
+                chain.append(c), verify.append(v), keep.append(k)
+        c, v, k = (statistics.median(x) for x in (chain, verify, keep))
+        ratios = [x / y for x, y in zip(verify, chain)]
+        mid = statistics.median(ratios)
+        rows.append({"tree": shape, "paths x rows": f"{len(tree.parents) - len(set(tree.parents)) + 1} x "
+                     f"{max(tree.depths) + 1}", "chain_ms": round(c, 3), "tree_ms": round(v, 3),
+                     "keep_ms": round(k, 3), "tree / chain": round(mid, 3),
+                     "spread": round(statistics.median(abs(x - mid) for x in ratios), 3)})
+    return rows
+
+
 def run(models: Sequence[str] | None, out: Path, runs: int = 7) -> int:
     """Measure the shipped random targets (or `models`), print and write the table."""
     import mlx.core as mx
@@ -93,13 +134,15 @@ def run(models: Sequence[str] | None, out: Path, runs: int = 7) -> int:
     else:
         spec = json.loads(TARGETS.read_text())["targets"]
         targets = {name: (t["source"], lambda c=t["config"]: random_target(c)) for name, t in spec.items()}
-    table = []
+    table, trees = [], []
     for name, (source, build) in targets.items():
         target = build()
         recurrent = len(target.recurrent)
         for row in measure(target, runs=runs):
             table.append({"target": name, "config of": source, "family": target.family,
                           "recurrent layers": f"{recurrent} / {target.num_layers}", **row})
+        if target.check_trees() == "":
+            trees += [{"target": name, **row} for row in measure_trees(target, runs=runs)]
         print(f"measured {name}", flush=True)
     df = pd.DataFrame(table)
     shown = df.assign(**{"rollback share": (df["rollback_share"] * 100).map("{:.1f}%".format),
@@ -111,8 +154,14 @@ def run(models: Sequence[str] | None, out: Path, runs: int = 7) -> int:
               "tape); spread: median absolute deviation of the per-run share, in points; second forward: the kept "
               "rows run again from a copy of the pre-round cache, the simple exact alternative.")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "rollback.md").write_text(header + "\n\n" + to_markdown(shown) + "\n")
+    tree_header = ("## 15 drafts verified as a tree against the same rows as a chain\n\nchain / tree: the verify "
+                   "forward of 16 rows; keep: leaving the caches as the tree's last path alone would (recurrent "
+                   "layers replay it from its batch entry); tree / chain: median of the per-run ratios, spread: "
+                   "their median absolute deviation.")
+    tree_md = to_markdown(pd.DataFrame(trees)) if trees else "(no target here verifies trees)"
+    (out / "rollback.md").write_text(header + "\n\n" + to_markdown(shown) + "\n\n" + tree_header + "\n\n"
+                                     + tree_md + "\n")
     df.to_csv(out / "rollback.csv", index=False)
-    print(to_markdown(shown))
+    print(to_markdown(shown) + "\n\n" + tree_md)
     print(f"written: {out / 'rollback.md'}, {out / 'rollback.csv'}")
     return 0

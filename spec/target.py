@@ -18,10 +18,11 @@ import mlx.nn as nn
 from mlx_lm.models.base import create_attention_mask
 from mlx_lm.models.cache import KVCache, make_prompt_cache, trim_prompt_cache
 
-from . import positions
-from .caches import RecurrentCache, WindowKVCache, install_taps, recording, rollback_caches
+from . import branches, positions
+from .caches import RecurrentCache, WindowKVCache, install_taps, mixer_of, recording, rollback_caches
 from .errors import SpecError
 from .hub import read_config, refuse_code, resolve_path
+from .target_checks import check_rollback, check_walk, tree_check
 from .tree import DraftTree
 
 GEMMA4_FAMILIES = ("gemma4", "gemma4_text")  # mlx-lm modules: multimodal hub checkpoints, text-only
@@ -114,6 +115,7 @@ def recurrent_mixers(model: nn.Module, caches: list) -> dict[int, str]:
                 out[i] = install_taps(layer)
             except ValueError as e:
                 raise SpecError(f"decoder layer {i}: {e}; its state cannot be rolled back after a rejected draft")
+            branches.install(mixer_of(layer))
     return out
 
 
@@ -168,19 +170,6 @@ class Target:
         args = getattr(model_or_target, "args", None)
         return cls(model=model_or_target, tokenizer=None, config=dict(vars(args)) if args is not None else {})
 
-    def check_walk(self, ids: Sequence[int] = (1, 2, 3, 4)) -> None:
-        """Our layer walk must reproduce the model's own logits, or the taps and the cache are not its."""
-        x = mx.array([[int(i) % self.vocab_size for i in ids]])
-        try:
-            ours, _ = self(x, self.make_cache())
-            ref = self.model(x)
-        except Exception as e:
-            raise SpecError(f"target family {self.family!r}: its layers cannot be walked and tapped ({e})") from e
-        err = float(mx.abs(ours - ref).max())
-        if not err <= 1e-3 * max(1.0, float(mx.abs(ref).max())):
-            raise SpecError(f"target family {self.family!r}: walking its layers does not reproduce its own "
-                            f"logits (max difference {err:.3g}); it cannot be tapped")
-
     # -- the pieces drafters bind to ----------------------------------------------------------
     def embed(self, ids: mx.array) -> mx.array:
         """Input embeddings as the model's first layer sees them (scaled for Gemma)."""
@@ -201,28 +190,6 @@ class Target:
         """The layer whose weight rows turn hidden states into logits (lm_head or the tied embedding)."""
         return getattr(self.outer, "lm_head", None) or self.inner.embed_tokens
 
-    def check_rollback(self, ids: Sequence[int] = (1, 2, 3, 4, 5, 6)) -> None:
-        """Rows taken back out of recurrent layers must leave them as if the rows had never run: a
-        forward of 6 tokens less its last 3, then one more token, must give what 3 + 1 tokens give."""
-        if not self.recurrent:
-            return
-        x = [int(i) % self.vocab_size for i in ids]
-        mixers = ", ".join(sorted(set(self.recurrent.values())))
-        rolled, plain = self.make_cache(), self.make_cache()
-        try:
-            self(mx.array([x]), rolled)
-            self.trim(rolled, 3)
-            ours, _ = self(mx.array([x[3:4]]), rolled)
-            self(mx.array([x[:3]]), plain)
-            ref, _ = self(mx.array([x[3:4]]), plain)
-        except Exception as e:
-            raise SpecError(f"target family {self.family!r}: its recurrent layers ({mixers}) cannot be rolled "
-                            f"back ({e})") from e
-        err = float(mx.abs(ours - ref).max())
-        if not err <= 1e-3 * max(1.0, float(mx.abs(ref).max())):
-            raise SpecError(f"target family {self.family!r}: rolling back its recurrent layers ({mixers}) is not "
-                            f"exact (max difference {err:.3g})")
-
     def make_cache(self) -> list:
         """One cache per layer that can take back a verify's rejected rows (spec.caches)."""
         if self.is_gemma4:
@@ -238,44 +205,29 @@ class Target:
     def keep(self, cache: list, rows: list[int], verified: int) -> None:
         """Of the latest forward's `verified` rows keep `rows` (ascending, from 0): the cache then holds
         what feeding those rows alone would have left. A prefix is a trim; a tree's path is gathered
-        into place (K/V layers only: check_trees)."""
-        if rows == list(range(len(rows))):
+        into place in K/V layers and kept by recurrent ones (spec.branches)."""
+        prefix = rows == list(range(len(rows)))
+        if prefix and not any(isinstance(c, RecurrentCache) and c.paths for c in cache):
             return self.trim(cache, verified - len(rows))
-        base = cache[0].offset - verified
-        idx = mx.array([base + r for r in rows])
         for c in cache:
-            c.keys[..., base : base + len(rows), :] = c.keys[..., idx, :]
-            c.values[..., base : base + len(rows), :] = c.values[..., idx, :]
-            c.offset = base + len(rows)
+            if isinstance(c, RecurrentCache):
+                c.keep_path(rows)
+            elif prefix:
+                c.trim(verified - len(rows))
+            else:  # K/V rows gathered into place (a window's buffer starts at its `start` position)
+                base = c.offset - verified - getattr(c, "start", 0)
+                idx = mx.array([base + r for r in rows])
+                c.keys[..., base : base + len(rows), :] = c.keys[..., idx, :]
+                c.values[..., base : base + len(rows), :] = c.values[..., idx, :]
+                c.offset -= verified - len(rows)
 
     def check_trees(self) -> str:
         """Why this target cannot verify drafts as trees ("" when it can), checked once: every layer on
         a K/V cache, and a small tree's logits equal to feeding each of its paths alone (which also
         catches a family that ropes without a module spec.positions can reach)."""
         if self._trees is None:
-            self._trees = self._tree_check()
+            self._trees = tree_check(self)
         return self._trees
-
-    def _tree_check(self) -> str:
-        if self.is_gemma4 or any(type(c) is not KVCache for c in self.make_cache()):
-            return (f"{self.family} keeps sliding-window or recurrent layers, whose rows cannot branch: "
-                    "drafts are verified as chains")
-        if not positions.install(self.model):
-            return f"{self.family}: no rotary embedding module found to place tree rows: drafts are verified as chains"
-        v = self.vocab_size
-        prompt, tree = [1 % v, 2 % v, 3 % v], DraftTree([5 % v, 6 % v, 7 % v, 8 % v], [0, 0, 1, 2])
-        cache = self.make_cache()
-        self(mx.array([prompt]), cache)
-        ours, _ = self(mx.array([[4 % v] + tree.token_list()]), cache, tree=tree)
-        for leaf in (3, 4):
-            rows = tree.path_to(leaf)
-            alone = self.make_cache()
-            ref, _ = self(mx.array([prompt + [4 % v] + [tree.tokens[r - 1] for r in rows[1:]]]), alone)
-            err = float(mx.abs(ours[0, mx.array(rows)] - ref[0, len(prompt):]).max())
-            if not err <= 1e-3 * max(1.0, float(mx.abs(ref).max())):
-                return (f"{self.family}: a tree's rows do not reproduce their paths (max difference {err:.3g}): "
-                        "drafts are verified as chains")
-        return ""
 
     def check_taps(self, layer_ids: Sequence[int], who: str = "drafter") -> None:
         bad = [i for i in layer_ids if not (-1 <= int(i) < self.num_layers)]
@@ -298,13 +250,12 @@ class Target:
         want = {int(t): None for t in taps}
         if -1 in want:
             want[-1] = h
-        if self.is_gemma4:
-            h = self._gemma4_layers(ids, h, cache, want)
-        elif tree is not None and not tree.is_chain:
-            with positions.rows_at(mx.array(tree.depths)):
+        tree = None if tree is None or tree.is_chain else tree
+        with positions.rows_at(mx.array(tree.depths) if tree else None), branches.paths_of(tree):
+            if self.is_gemma4:
+                h = self._gemma4_layers(ids, h, cache, want, tree)
+            else:
                 h = self._layers(h, cache, want, tree)
-        else:
-            h = self._layers(h, cache, want)
         logits = self.lm_head(self.final_norm(h[:, -1:] if last_only else h))
         hidden = mx.concatenate([want[int(t)] for t in taps], axis=-1) if taps else None
         return logits, hidden
@@ -312,16 +263,18 @@ class Target:
     def _layers(self, h: mx.array, cache: list, want: dict, tree: DraftTree | None = None) -> mx.array:
         """One cache per layer, each layer's mask by its cache: causal for K/V, causal and windowed for a
         WindowKVCache, none for a recurrent layer (whose tape is recorded while it runs); a tree's rows
-        see the context and their ancestors (only K/V layers: check_trees)."""
+        see the context and their ancestors in (windowed) K/V layers and run path by path in recurrent
+        ones (spec.branches)."""
         n = h.shape[1]
         causal: Any = ...  # one causal mask for every K/V layer: made at the first one
         if tree is not None:
-            offset = cache[0].offset
-            causal = mx.concatenate([mx.ones((n, offset), dtype=mx.bool_), mx.array(tree.mask())], axis=1)
+            seen, depths = mx.array(tree.mask()), mx.array(tree.depths)
+            offset = next((c.offset for c in cache if isinstance(c, KVCache)), 0)
+            causal = mx.concatenate([mx.ones((n, offset), dtype=mx.bool_), seen], axis=1)
         for i, (layer, c) in enumerate(zip(decoder_layers(self.inner), cache)):
             if isinstance(c, WindowKVCache):
                 c.reserve(n)
-                mask = c.mask(n)
+                mask = c.mask(n) if tree is None else c.tree_mask(seen, depths)
             elif isinstance(c, RecurrentCache):
                 mask = c.make_mask(n)
             else:
@@ -341,22 +294,28 @@ class Target:
         return [KVCache() if layer.layer_type == "full_attention" else WindowKVCache(self.inner.window_size)
                 for layer in self.inner.layers[:n_own]]
 
-    def _gemma4_layers(self, ids: mx.array, h: mx.array, cache: list, want: dict) -> mx.array:
+    def _gemma4_layers(self, ids: mx.array, h: mx.array, cache: list, want: dict,
+                       tree: DraftTree | None = None) -> mx.array:
         """The walk of mlx-lm's Gemma4TextModel: per-layer inputs (E2B/E4B), shared K/V for the last
-        num_kv_shared_layers layers, one mask per layer type; h is the scaled embedding."""
+        num_kv_shared_layers layers, one mask per layer type (a tree's: rows see their ancestors, as in
+        _layers); h is the scaled embedding."""
         inner = self.inner
         per_layer = None
         if inner.hidden_size_per_layer_input:
             per_layer = inner._project_per_layer_inputs(h, inner._get_per_layer_inputs(ids))
         cache = list(cache) + [None] * (len(inner.layers) - len(cache))
         masks: dict[str, Any] = {}
+        n = h.shape[1]
+        seen, depths = (mx.array(tree.mask()), mx.array(tree.depths)) if tree else (None, None)
         for layer, c in zip(inner.layers, cache):
             kind = layer.layer_type
             if kind in masks or c is None:
                 continue
             if isinstance(c, WindowKVCache):
-                c.reserve(h.shape[1])
-                masks[kind] = c.mask(h.shape[1])
+                c.reserve(n)
+                masks[kind] = c.mask(n) if tree is None else c.tree_mask(seen, depths)
+            elif tree is not None:
+                masks[kind] = mx.concatenate([mx.ones((n, c.offset), dtype=mx.bool_), seen], axis=1)
             else:
                 masks[kind] = create_attention_mask(h, c)
         shared: list[tuple] = [(None, None)] * len(inner.layers)
@@ -427,6 +386,6 @@ def load_target(path_or_repo: str, *, lazy: bool = False) -> Target:
         raise SpecError(f"mlx-lm could not load {path_or_repo} ({type(e).__name__}: {str(e).splitlines()[0]})") from e
     experts_in_f32_on_cpu(model)
     target = Target(model=model, tokenizer=tokenizer, config=cfg, name=str(path_or_repo))
-    target.check_walk()
-    target.check_rollback()
+    check_walk(target)
+    check_rollback(target)
     return target

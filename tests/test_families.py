@@ -1,7 +1,7 @@
 """Every mlx-lm family whose layers keep an ArraysCache (recurrent or short-conv state), as a tiny random target
 (tests/families.json: each family's own mlx-lm ModelArgs fields, shrunk): load_target either accepts it, and then
-rows taken back out of its recurrent layers leave them exactly as feeding the kept tokens one by one would, or
-refuses it with one SpecError that says why."""
+rows taken back out of its recurrent layers leave them exactly as feeding the kept tokens one by one would, and it
+verifies trees (or says why it verifies chains), or it refuses the family with one SpecError that says why."""
 
 import json
 from pathlib import Path
@@ -50,6 +50,8 @@ def test_family_is_accepted_and_rolls_back_exactly_or_refused_with_its_reason(fa
         t = load_target(str(folder))
         assert t.recurrent, "accepted, but no recurrent layer was found"
         tiny.assert_rollback_exact(t, k=4, prompt_len=12)
+        note = t.check_trees()  # trees run path by path through its recurrent layers, or it says why not
+        assert note == entry.get("trees", ""), note
         return
     try:
         load_target(str(folder))
