@@ -22,9 +22,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-draft", default="0",
                     help="drafts verified per round (dflash: 0 = full block; dspark: 0 = block_size), or auto: "
                          "chosen every round from the measured costs and the acceptance so far")
-    ap.add_argument("--tree", type=int, default=0, metavar="N",
-                    help="verify at most N drafts as a tree, --max-draft deep (0 = chains only); a target whose "
-                         "layers cannot branch (sliding windows, recurrent layers) verifies chains and says so")
+    ap.add_argument("--tree", type=int, default=None, metavar="N",
+                    help="verify at most N drafts as a tree, --max-draft deep (0 = chains only; default: chains at "
+                         "a fixed --max-draft, trees up to the head's block allowed with auto); a target that fails "
+                         "the tree check at load verifies chains and says why")
     ap.add_argument("--confidence-threshold", type=float, default=0.0, help="DSpark: cut drafts below it (0 = off)")
     ap.add_argument("--drafter-bits", type=int, choices=[0, 4, 8], default=None,
                     help="quantize the head on load (default: 4 on an Apple GPU, 0 on CPU)")
