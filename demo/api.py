@@ -41,6 +41,11 @@ class RaceResult(TypedDict):
     race_clock_seconds: float  # engine seconds of the last finisher
     settings: dict[str, Any]  # what the race ran with (draft lengths "auto" or a number)
     models: dict[str, str]  # target / dspark / dflash -> the name of what is loaded
+    positions: dict[str, list[dict[str, int]]]  # head -> per draft slot i (a depth of a tree): {"slot": i,
+    # "reached": rounds that verified slot i after every earlier slot landed, "landed": rounds where it landed}
+    confidence: dict[str, Any]  # DSpark with a confidence head: {"rounds", "used" (its threshold), "bins": [{"low",
+    # "high", "slots", "landed", "mean_estimate"}], "cuts": [{"threshold", "verified", "landed", "saved", "lost",
+    # "unknown"}]}: its estimates against what landed, and what each slider value would save or lose
 
 
 class LaneUpdate(TypedDict):
@@ -52,6 +57,7 @@ class LaneUpdate(TypedDict):
     speedup: Optional[float]  # tok_s over the plain lane's (end to end); the outcome's once finished
     engine_seconds: float  # this lane's own compute so far, prefill included
     draft_length: Optional[int]  # drafts verified in the last round (0 = a plain step); None for greedy
+    positions: Optional[list[dict[str, int]]]  # per draft slot so far: {"slot", "reached", "landed"}; None for greedy
     done: bool
 
 
@@ -114,7 +120,8 @@ def race_result(events: list, models: dict[str, str]) -> RaceResult:
                             speedup=None if o.speedup is None else round(o.speedup, 3)) for o in out.order],
         texts={n: r.text for n, r in final.results.items()}, verdicts=dict(final.verdicts),
         wall_seconds=round(final.wall, 3), race_clock_seconds=round(final.clock, 3),
-        settings=echo(start.settings) if start.settings else {}, models=models)
+        settings=echo(start.settings) if start.settings else {}, models=models, positions=out.positions,
+        confidence=out.confidence)
 
 
 def lane_update(view: Any, name: str) -> LaneUpdate:
@@ -125,7 +132,8 @@ def lane_update(view: Any, name: str) -> LaneUpdate:
                       tok_s=round(m.e2e_tok_s, 2) if m else 0.0,
                       speedup=None if speedup is None else round(speedup, 3),
                       engine_seconds=round(m.clock, 3) if m else 0.0,
-                      draft_length=m.drafted[-1] if m and m.drafted and name != "greedy" else None, done=lane.done)
+                      draft_length=m.drafted[-1] if m and m.drafted and name != "greedy" else None,
+                      positions=(m.slots.rows() if m else []) if name != "greedy" else None, done=lane.done)
 
 
 PROMPT = ("prompt", str, inspect.Parameter.empty, "the user's message (the chat template is applied)")

@@ -35,6 +35,7 @@ from demo.exposure import REFUSED, Exposure
 from demo.handlers import READY, WAIT_LABEL, WAITING, Handlers, block_sizes
 from demo.knobs import DRAFT_KNOBS, fixed_lengths, page_controls
 from demo.lanes import LANES, esc
+from demo.slot_chart import slot_chart
 from demo.stage import Choice, Stage, describe, examples, preparation_html, preset_choices, preset_note
 from demo.status import error_html
 from demo.sweep_tab import busy, sweep_tab
@@ -117,6 +118,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                                    label="Per round: accept length (tokens committed per target forward) and, "
                                          "lighter, drafts verified (the length chosen; 0 = parked, a plain step)")
                 gr.HTML(plot_legend(), elem_id="plot-legend")  # the chart's own legend ran off a phone's edge
+                why = gr.HTML(f'<div class="why">{slot_chart({})}</div>', elem_id="why")  # slots; DSpark's confidence
                 table = gr.DataFrame(empty_table(), label="Results, fastest first (speedup and tok/s: end to end, "
                                      "tokens per engine second; decode-only figures as details)",
                                      interactive=False, wrap=True, elem_id="table",
@@ -124,7 +126,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 files = gr.File(label="Download the results (CSV, JSON)", file_count="multiple", interactive=False,
                                 elem_id="files", visible=False)
 
-                race_out, buttons = [status, errors, *lane_out, plot, table, files], [run_btn, stop_btn]
+                race_out, buttons = [status, errors, *lane_out, plot, why, table, files], [run_btn, stop_btn]
                 gr.on([run_btn.click, prompt.submit], h.arm, None, [status, *buttons], queue=False, js=IN_VIEW_JS,
                       **private).then(
                     h.run, {prompt, *knobs}, race_out, concurrency_id="arena", concurrency_limit=1,

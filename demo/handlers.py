@@ -48,8 +48,7 @@ class Handlers:
     def message(self, status: str, error: str = "", reset: bool = False) -> tuple:
         """Status + error; the lanes keep the last race (or go back to idle when this one never began)."""
         lanes = idle_lanes(self.stage) if reset else [gr.skip()] * (2 * len(LANES))
-        return (f'<div class="status">{esc(status)}</div>', error_html(error), *lanes, gr.skip(), gr.skip(),
-                gr.skip())
+        return (f'<div class="status">{esc(status)}</div>', error_html(error), *lanes, *(gr.skip(),) * 4)
 
     def arm(self, request: gr.Request) -> tuple:
         """Run clicked: forget a Stop pressed earlier while nothing of ours was queued; Run off, Stop on."""

@@ -39,6 +39,8 @@ KNOBS = (
              "of drafts per round, 0 = the head's block"),
     Knob("dspark_threshold", "DSpark confidence", "0 = off; cuts a draft where the head's confidence falls "
          "below it", 0.0, 0, 0.95, 0.05),
+    Knob("dspark_markov", "DSpark Markov head", "off: DSpark drafts its slots in parallel, as DFlash does (an "
+         "ablation; still lossless)", True),
     Knob("dflash_len", "DFlash draft length", "drafts per round; 0 = the full block", AUTO, 0, 16, 1,
          api="'auto' (the page's default) or a number of drafts per round, 0 = the full block"),
     Knob("tree", "Tree drafts", "at most this many drafts a round, as a tree (auto: chain or tree, chosen each "
@@ -66,6 +68,7 @@ def settings_of(values: dict[str, Any]) -> Any:
     return RaceSettings(max_new_tokens=tokens, temperature=float(v["temperature"]), top_p=float(v["top_p"]),
                         top_k=int(v["top_k"]), seed=int(v["seed"] or 0),
                         dspark_cap=draft_length(v["dspark_cap"]), dspark_threshold=float(v["dspark_threshold"]),
+                        dspark_markov=bool(v["dspark_markov"]),
                         dflash_len=draft_length(v["dflash_len"]), tree=int(v["tree"]), baseline=bool(v["baseline"]),
                         thinking=bool(v["thinking"]))
 

@@ -27,21 +27,23 @@ def fmt(x: float | None, digits: int = 2, prefix: str = "", suffix: str = "") ->
 
 class Lane:
     """One engine's column: the text of each round, as pieces of accepted drafts ("acc") and of the
-    target's own tokens ("own"), appended as the engine streams them."""
+    target's own tokens ("own"), appended as the engine streams them. Where a round's draft was rejected,
+    its own piece keeps what the head had drafted there instead (Round.missed)."""
 
     def __init__(self, name: str, sampled: bool = False):
         self.name, self.sampled = name, sampled
         self.progress = ""  # before the first token: how far the shared prefill has read the prompt
-        self.spans: list[list[str]] = []  # [kind, text]
+        self.spans: list[list[str]] = []  # [kind, text, what the head had drafted there ("" if nothing missed)]
         self.text = ""
         self.meter: Any = None
         self.verdict = ""
         self.done = False
         self.outcome: Any = None  # spec.outcome.LaneOutcome once the race is over: the numbers its card shows
+        self.note = ""  # how this lane runs unlike its usual self ("Markov off"), said on its card
 
     def add(self, r: Any) -> None:
         for kind, text in r.pieces:
-            self._append(kind, text)
+            self._append(kind, text, r.missed if kind == "own" else "")
         self.done = self.done or r.done
 
     def finish(self, result: Any) -> None:
@@ -50,13 +52,13 @@ class Lane:
         if result.text.startswith(self.text):
             self._append("own", result.text[len(self.text):])
 
-    def _append(self, kind: str, text: str) -> None:
+    def _append(self, kind: str, text: str, missed: str = "") -> None:
         if not text:
             return
-        if self.spans and self.spans[-1][0] == kind == "own":
+        if self.spans and self.spans[-1][0] == kind == "own" and not missed and not self.spans[-1][2]:
             self.spans[-1][1] += text
         else:
-            self.spans.append([kind, text])
+            self.spans.append([kind, text, missed])
         self.text += text
 
 
@@ -76,7 +78,8 @@ def meters_html(name: str, lane: Lane | None, speedup: float | None, absent: str
     tie), how it ended (finished, cut, stopped). A lane not in the race says why (`absent`)."""
     label = lane_label(name, lane is not None and lane.sampled)
     head = (f'<div class="lane-head"><span class="dot {name}"></span><span class="lane-name">{label}</span>'
-            f'<span class="lane-note">{LANE_NOTES[name]}</span></div>')
+            f'<span class="lane-note">{LANE_NOTES[name]}'
+            f'{", " + esc(lane.note) if lane is not None and lane.note else ""}</span></div>')
     if lane is None:
         why = "baseline off" if name == "greedy" else absent or "no head loaded"
         return f'<div class="lane-card off">{head}<div class="muted">not in this race ({why})</div></div>'
@@ -121,10 +124,21 @@ def text_html(name: str, lane: Lane | None, idle: bool = False) -> str:
                 else f"reading the prompt… {lane.progress}" if lane.progress else "waiting for the first token…")
         return f'<div class="lane-text {name}"><span class="muted">{word}</span></div>'
     paint = name != "greedy"
-    parts = [f'<span class="tok-{kind}">{html.escape(text, quote=False)}</span>' if paint
-             else html.escape(text, quote=False) for kind, text in lane.spans]
+    parts = [span_html(kind, text, missed) if paint else html.escape(text, quote=False)
+             for kind, text, missed in lane.spans]
     caret = "" if lane.done else '<span class="caret"></span>'
     return f'<div class="lane-text {name}">{"".join(parts)}{caret}</div>'
+
+
+def span_html(kind: str, text: str, missed: str = "") -> str:
+    """One piece of a lane's text. The target's own token where a draft was rejected carries the head's
+    guess, shown on hover or tap (focus: a phone has no hover) as 'drafted “…”, the target wrote “…”'."""
+    body = html.escape(text, quote=False)
+    if not missed:
+        return f'<span class="tok-{kind}">{body}</span>'
+    guess = missed if len(missed) <= 40 else missed[:39] + "…"
+    tip = f"drafted “{guess}”, the target wrote “{text}”"
+    return f'<span class="tok-{kind} missed" tabindex="0" data-missed="{html.escape(tip)}">{body}</span>'
 
 
 def ordinal(n: int) -> str:

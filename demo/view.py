@@ -10,8 +10,10 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from demo.confidence_chart import confidence_chart
 from demo.lanes import LANES, Lane, meters_html, text_html
 from demo.notes import below_greedy_html
+from demo.slot_chart import slot_chart
 from demo.status import status_html
 from spec.errors import SpecError
 
@@ -39,6 +41,15 @@ class View:
     stopping: bool = False  # Stop pressed, the race not ended yet
     rounds: dict[str, list[dict]] = field(default_factory=dict)  # engine -> its rounds, for the download
     plot_span: tuple = ()  # the chart's x and y ranges as last sent
+    threshold: float = 0.0  # DSpark's confidence cut the race runs with (its confidence picture marks it)
+
+    def ran_with(self, settings: Any) -> "View":
+        """What the race runs with that the page shows: the confidence cut, a lane's ablation."""
+        if settings is not None:
+            self.threshold = settings.dspark_threshold
+            if not settings.dspark_markov and "dspark" in self.lanes:
+                self.lanes["dspark"].note = "Markov off"
+        return self
     absent: dict[str, str] = field(default_factory=dict)  # head kind -> why it is not in the race
 
     @classmethod
@@ -46,7 +57,7 @@ class View:
         names = [n for n in ("dspark", "dflash") if n in arena.heads] + (["greedy"] if settings.baseline else [])
         sampled = settings.temperature > 0
         return cls({n: Lane(n, sampled) for n in names}, sampled=sampled, absent=dict(getattr(arena, "missing", {})),
-                   max_new_tokens=settings.max_new_tokens)
+                   max_new_tokens=settings.max_new_tokens).ran_with(settings)
 
     @classmethod
     def for_replay(cls, events: list, absent: dict[str, str] | None = None) -> "View":
@@ -55,7 +66,7 @@ class View:
         sampled = start.temperature > 0
         names = dict.fromkeys(e.engine for e in events if e.kind == "round")
         return cls({n: Lane(n, sampled) for n in names}, sampled=sampled, replay=True, absent=dict(absent or {}),
-                   max_new_tokens=start.settings.max_new_tokens if start.settings else 0)
+                   max_new_tokens=start.settings.max_new_tokens if start.settings else 0).ran_with(start.settings)
 
     def feed(self, ev: Any) -> None:
         self.wall = ev.wall or self.wall
@@ -126,7 +137,20 @@ class View:
                      text_html(name, lane)]
         files = gr.File(value=self.files, visible=True) if self.files else gr.File(value=None, visible=False)
         table = self.table if self.table is not None else empty_table()
-        return (status_html(self) + below_greedy_html(self), "", *cols, self.plot_update(), table, files)
+        return (status_html(self) + below_greedy_html(self), "", *cols, self.plot_update(), self.why_html(), table,
+                files)
+
+    def why_html(self) -> str:
+        """Why a head wins: per draft slot, both heads side by side (demo.slot_chart), and DSpark's
+        confidence head checked (demo.confidence_chart); the live meters' numbers while the race runs,
+        the outcome's once it is over (the same numbers: spec.slots, spec.confidence)."""
+        if self.outcome is not None:
+            slots, conf = self.outcome.positions, self.outcome.confidence.get("dspark")
+        else:
+            meters = {n: lane.meter for n, lane in self.lanes.items() if n != "greedy" and lane.meter is not None}
+            slots = {n: m.slots.rows() for n, m in meters.items()}
+            conf = meters["dspark"].confidence.record(self.threshold) if "dspark" in meters else None
+        return f'<div class="why">{slot_chart(slots)}{confidence_chart(conf)}</div>'
 
     def plot_update(self) -> Any:
         """The chart's update: never None (an emptied chart throws on its next resize in Gradio 6), and

@@ -37,8 +37,7 @@ class Layout:
     position (path * L + step) of one path holding it."""
 
     def __init__(self, tree: DraftTree):
-        parents = set(tree.parents)
-        leaves = [r for r in range(1, tree.size + 1) if r not in parents] or [0]
+        leaves = [r for r in range(1, tree.size + 1) if r not in tree.kids] or [0]
         self.paths = [tree.path_to(leaf) for leaf in leaves]
         self.rows = tree.size + 1
         self.length = max(len(p) for p in self.paths)

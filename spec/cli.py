@@ -27,6 +27,8 @@ def parser() -> argparse.ArgumentParser:
                          "a fixed --max-draft, trees up to the head's block allowed with auto); a target that fails "
                          "the tree check at load verifies chains and says why")
     ap.add_argument("--confidence-threshold", type=float, default=0.0, help="DSpark: cut drafts below it (0 = off)")
+    ap.add_argument("--no-markov", action="store_true",
+                    help="DSpark: draft every slot from the backbone alone, without the Markov head (an ablation)")
     ap.add_argument("--drafter-bits", type=int, choices=[0, 4, 8], default=None,
                     help="quantize the head on load (default: 4 on an Apple GPU, 0 on CPU)")
     ap.add_argument("--temperature", type=float, default=0.0)
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     engine = Engine(target, drafter, max_draft=args.max_draft, confidence_threshold=args.confidence_threshold,
                     costs=costs_for(target, drafter, args.max_draft, progress),
                     sampling=Sampling(args.temperature, args.top_p, args.top_k, args.seed), thinking=args.thinking,
-                    tree=args.tree)
+                    tree=args.tree, markov=not args.no_markov)
     if engine.tree_note:
         print(f"# {engine.tree_note}", file=sys.stderr)
     prompt = list(target.tokenizer.encode(args.prompt)) if args.no_chat else args.prompt

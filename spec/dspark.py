@@ -12,6 +12,7 @@ from __future__ import annotations
 import mlx.core as mx
 import mlx.nn as nn
 
+from .confidence import first_below
 from .drafter import Backbone, BackboneConfig
 from .errors import SpecError
 from .target import Target, softcapped
@@ -74,6 +75,13 @@ class ConfidenceHead(nn.Module):
         return self.proj(features)[..., 0]
 
 
+class Estimates:
+    """The last propose's survival estimate of each drafted slot (lazy; spec.confidence checks them): a
+    plain holder, so the array stays out of the head's parameter tree."""
+
+    value: mx.array | None = None
+
+
 class DSparkDraftModel(Backbone):
     kind, title = "dspark", "DSpark"
     first_draft_slot = 0
@@ -96,6 +104,8 @@ class DSparkDraftModel(Backbone):
             extra = config.markov_rank if config.confidence_with_markov else 0
             self.confidence_head = ConfidenceHead(config.hidden_size + extra)
         self.softcap = config.final_logit_softcapping
+        self.estimates = Estimates()
+        self.markov_on = True  # off: every slot drafts from the backbone alone, in parallel (an ablation)
 
     @classmethod
     def from_weights(cls, config: DSparkConfig, weights: dict) -> "DSparkDraftModel":
@@ -113,7 +123,7 @@ class DSparkDraftModel(Backbone):
 
     @property
     def parent_free(self) -> bool:
-        return not self.has_markov
+        return not (self.has_markov and self.markov_on)
 
     def next_logits(self, base: mx.array, prev: mx.array) -> mx.array:
         return base[None] + self.markov_bias(prev)
@@ -144,7 +154,7 @@ class DSparkDraftModel(Backbone):
 
     def markov_bias(self, prev: mx.array) -> mx.array:
         """The Markov head's bias from the previous tokens, over the same rows as logits()."""
-        if not self.has_markov:
+        if not (self.has_markov and self.markov_on):
             return 0.0
         v = self.draft_vocab
         return self.markov_head(prev) if v is None else self.markov_head.markov_w1(prev) @ v.markov.T
@@ -173,17 +183,20 @@ class DSparkDraftModel(Backbone):
             prev = tok.astype(mx.uint32)
         draft = mx.concatenate(tokens)
         q = None if sampling.greedy else mx.concatenate(logprobs)
-        if threshold > 0 and self.has_confidence:
-            keep = confident_prefix(self.survival(h, mx.concatenate([mx.array([anchor], dtype=draft.dtype),
-                                                                     draft[:-1]])), threshold)
-            draft, q = draft[:keep], (q[:keep] if q is not None else None)
+        self.estimates.value = None
+        if self.has_confidence:  # every slot's estimate, kept (lazy) for the page's reliability check
+            est = self.survival(h, mx.concatenate([mx.array([anchor], dtype=draft.dtype), draft[:-1]]))
+            self.estimates.value = est
+            if threshold > 0:
+                keep = confident_prefix(est, threshold)
+                draft, q = draft[:keep], (q[:keep] if q is not None else None)
         return draft, q
 
 
 def confident_prefix(survival: mx.array, threshold: float) -> int:
-    """Drafts kept: those before the first slot whose own survival probability is below the threshold."""
-    below = mx.concatenate([survival < threshold, mx.array([True])])
-    return int(mx.argmax(below).item())
+    """Drafts kept: those before the first slot whose own survival probability is below the threshold
+    (the rule the page replays on recorded estimates: spec.confidence.first_below)."""
+    return first_below(survival.tolist(), threshold)
 
 
 def load_dspark(path_or_repo: str, target: Target | None = None, drafter_bits: int | None = None) -> DSparkDraftModel:

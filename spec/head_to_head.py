@@ -18,6 +18,7 @@ import numpy as np
 from .arena import on_arena
 from .errors import SpecError
 from .report import header_of, spread, to_markdown, write_outputs
+from .slots import as_columns
 from .sweep import summarise
 
 
@@ -121,7 +122,8 @@ def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_n
     return {"ids": r.token_ids, "tok_s": r.tokens_per_sec, "decode_tok_s": r.decode_tokens_per_sec,
             "accept": r.accept_lengths,
             "draft_s": r.draft_seconds, "decode_s": r.decode_seconds,
-            "drafted": [f"t{d}" if tree else str(d) for d, tree in zip(r.drafted, r.trees)]}
+            "drafted": [f"t{d}" if tree else str(d) for d, tree in zip(r.drafted, r.trees)],
+            "positions": r.positions}
 
 
 
@@ -172,6 +174,7 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
                 "draft_ms_per_round": 1000 * prof["draft_s"] / max(1, len(prof["accept"])),
                 "draft_share": prof["draft_s"] / verify_s if prof["draft_s"] and verify_s > 0 else 0.0,
                 "drafted": " ".join(map(str, runs[0].get("drafted", []))),
+                **as_columns(runs[0].get("positions", [])),
             })
             bar.update(1)
     bar.close()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .engine import GenResult
@@ -66,9 +66,13 @@ class Outcome:
     band: float  # relative difference within which two lanes tie
     sampled: bool  # T > 0: the plain lane samples
     stopped: bool
+    positions: dict[str, list[dict[str, int]]]  # head -> per draft slot: rounds that reached / landed it
+    confidence: dict[str, dict]  # head with a confidence head -> its estimates checked (spec.confidence)
+    notes: dict[str, str] = field(default_factory=dict)  # lane -> how it ran unlike its usual self ("Markov off")
 
     @classmethod
-    def of(cls, results: dict[str, GenResult], sampled: bool = False) -> "Outcome":
+    def of(cls, results: dict[str, GenResult], sampled: bool = False, threshold: float = 0.0,
+           notes: dict[str, str] | None = None) -> "Outcome":
         base = results.get("greedy")
         stopped = any(r.finish_reason in ("stopped", "running") for r in results.values())
         band = tie_band(results)
@@ -88,7 +92,10 @@ class Outcome:
             for place, group in places({n: row["tok_s"] for n, row in rows.items()}, band):
                 for n in group:
                     rows[n].update(place=place, tied=len(group) > 1)
-        return cls({n: LaneOutcome(**row) for n, row in rows.items()}, band, sampled, stopped)
+        positions = {n: results[n].positions for n in rows if n != "greedy"}
+        confidence = {n: c for n in rows if (c := results[n].confidence(threshold)) is not None}
+        return cls({n: LaneOutcome(**row) for n, row in rows.items()}, band, sampled, stopped, positions, confidence,
+                   dict(notes or {}))
 
     @property
     def order(self) -> list[LaneOutcome]:
@@ -103,7 +110,8 @@ class Outcome:
         return first[0] if len(first) == 1 else None
 
     def label(self, name: str) -> str:
-        return "Plain sampling" if name == "greedy" and self.sampled else NAMES.get(name, name)
+        base = "Plain sampling" if name == "greedy" and self.sampled else NAMES.get(name, name)
+        return f"{base} ({self.notes[name]})" if name in self.notes else base
 
     @property
     def versus(self) -> str:
@@ -134,7 +142,8 @@ class Outcome:
         return {"band": round(self.band, 4), "stopped": self.stopped, "winner": self.winner,
                 "headline": self.headline(),
                 "lanes": [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in o.__dict__.items()}
-                          for o in self.order]}
+                          for o in self.order],
+                "positions": self.positions, "confidence": self.confidence}
 
 
 def ratio(a: float, b: float) -> float | None:

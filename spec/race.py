@@ -20,7 +20,9 @@ from .calibrate import costs_for
 from .engine import Engine, GenResult, Round
 from .errors import SpecError
 from .outcome import Outcome
+from .confidence import ConfidenceCheck
 from .prefill import Prefill
+from .slots import SlotCounts
 from .target import Target
 from .verify import Sampling
 
@@ -34,6 +36,7 @@ class RaceSettings:
     seed: int = 0
     dspark_cap: int | str = "auto"  # "auto": chosen per round (spec.autodraft); 0 = the head's block
     dspark_threshold: float = 0.0
+    dspark_markov: bool = True  # off: DSpark drafts its slots in parallel, without its Markov head (an ablation)
     dflash_len: int | str = "auto"  # "auto": chosen per round; 0 = the full block
     baseline: bool = True
     thinking: bool = False  # the chat template's enable_thinking (Qwen3's <think>)
@@ -56,6 +59,8 @@ class Meter:
     accept_lengths: list[int] = field(default_factory=list)
     drafted: list[int] = field(default_factory=list)  # drafts verified per round (the chosen length)
     last: Round | None = None  # the latest drafting round (its tree, the path it committed)
+    slots: SlotCounts = field(default_factory=SlotCounts)  # per draft slot: rounds that reached / landed it
+    confidence: ConfidenceCheck = field(default_factory=ConfidenceCheck)  # DSpark: its estimates vs what landed
 
     def add(self, r: Round) -> None:
         self.tokens += len(r.tokens)
@@ -67,6 +72,9 @@ class Meter:
         self.accepted += r.accepted
         self.accept_lengths.append(len(r.tokens))
         self.drafted.append(r.drafted)
+        self.slots.add(r.levels)
+        if all(p == i for i, p in enumerate(r.parents)):  # a chain: its slots are the estimates' slots
+            self.confidence.add(r.estimates, r.drafted, r.accepted)
         if r.drafted:
             self.last = r
 
@@ -91,7 +99,8 @@ class Meter:
 
     def snapshot(self) -> "Meter":
         """A copy that later rounds leave alone: what a recorded event showed stays what it showed."""
-        return replace(self, accept_lengths=list(self.accept_lengths), drafted=list(self.drafted))
+        return replace(self, accept_lengths=list(self.accept_lengths), drafted=list(self.drafted),
+                       slots=self.slots.copy(), confidence=self.confidence.copy())
 
 
 @dataclass
@@ -161,6 +170,7 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     if "dspark" in heads:
         engines["dspark"] = Engine(target, heads["dspark"], max_draft=settings.dspark_cap, sampling=s,
                                    confidence_threshold=settings.dspark_threshold, name="dspark", tree=settings.tree,
+                                   markov=settings.dspark_markov,
                                    costs=costs_for(target, heads["dspark"], settings.dspark_cap))
     if "dflash" in heads:
         engines["dflash"] = Engine(target, heads["dflash"], max_draft=settings.dflash_len, sampling=s, name="dflash",
@@ -205,7 +215,9 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     base = results.get("greedy")
     verdicts = {n: verdict(r, base, settings) for n, r in results.items() if n != "greedy"}
     yield RaceEvent("finish", results=results, verdicts=verdicts, wall=time.perf_counter() - t0,
-                    clock=race_clock(meters, []), outcome=Outcome.of(results, settings.temperature > 0))
+                    clock=race_clock(meters, []),
+                    outcome=Outcome.of(results, settings.temperature > 0, settings.dspark_threshold,
+                                       notes={} if settings.dspark_markov else {"dspark": "Markov off"}))
 
 
 def replay(events: list[RaceEvent], speed: float = 1.0, sleep: Callable[[float], None] = time.sleep,

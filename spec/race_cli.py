@@ -13,6 +13,7 @@ from .arena import load_preset_arena
 from .progress import Console
 from .race import RaceSettings, replay
 from .report import results_table
+from .slots import slot_table
 
 
 def side_by_side(texts: dict[str, str], width: int = 40) -> str:
@@ -41,16 +42,15 @@ def main(argv: list[str]) -> int:
                     help="then replay the race at its measured speed (1 = as fast as the engines ran, 2 = twice as "
                          "fast): each lane's rounds printed when its own engine time reached them")
     for f in RaceSettings.__dataclass_fields__.values():
-        if isinstance(f.default, bool):
-            if f.name != "baseline":
-                ap.add_argument("--" + f.name.replace("_", "-"), action="store_true")
+        flag = f.name.replace("_", "-")
+        if isinstance(f.default, bool):  # on by default: --no-<name> turns it off
+            ap.add_argument(("--no-" if f.default else "--") + flag, dest=f.name,
+                            action="store_false" if f.default else "store_true")
         else:  # a setting whose default is None (tree: the engine's default) takes a number
             ap.add_argument("--" + f.name.replace("_", "-"), type=int if f.default is None else type(f.default),
                             default=f.default)
-    ap.add_argument("--no-baseline", action="store_true")
     a = ap.parse_args(argv)
-    settings = RaceSettings(**{k: getattr(a, k) for k in RaceSettings.__dataclass_fields__ if k != "baseline"},
-                            baseline=not a.no_baseline)
+    settings = RaceSettings(**{k: getattr(a, k) for k in RaceSettings.__dataclass_fields__})
     arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash, progress=Console())
     try:
         events = []
@@ -69,6 +69,9 @@ def main(argv: list[str]) -> int:
             print(table.to_string(index=False))
             print(f"\n{final.outcome.headline()}  Speedup: end to end (tokens per engine second, prefill included); "
                   f"ties: within {100 * final.outcome.band:.0f}%.")
+            if any(final.outcome.positions.values()):
+                print("\nDraft slots: landed / rounds that reached the slot (every earlier slot landed), and the share")
+                print(slot_table(final.outcome.positions, {n: final.outcome.label(n) for n in final.outcome.positions}))
         if a.replay:
             print(f"\n# replay at {a.replay:g}x the measured speed")
             for ev in replay(events, a.replay):

@@ -25,7 +25,8 @@ def results_table(outcome: Outcome, verdicts: dict[str, str]) -> "Any":
     for o in outcome.order:
         rows.append({
             "place": o.place_text,
-            "engine": "plain sampling" if outcome.sampled and o.engine == "greedy" else o.engine,
+            "engine": ("plain sampling" if outcome.sampled and o.engine == "greedy" else o.engine)
+            + (f" ({outcome.notes[o.engine]})" if o.engine in outcome.notes else ""),
             "speedup": rnd(o.speedup, 2),
             "tok/s": round(o.tok_s, 1), "mean accept": rnd(o.mean_accept, 2), "tokens": o.tokens,
             "rounds": o.rounds, "finish s": round(o.finish_seconds, 2), "status": o.status,
@@ -94,6 +95,10 @@ def write_outputs(runs: "Any", table: "Any", out: Path, header: str) -> list[Pat
     mix = length_mix(runs)
     if mix:
         md += "\nchosen draft lengths of the auto rows, share of rounds (0 = parked: a plain target step):\n" + mix
+    slots = slot_lines(runs)
+    if slots:
+        md += ("\nper draft slot, all prompts of a domain: the share of rounds that landed slot i among those that "
+               "reached it (every earlier slot landed), and landed / reached:\n" + slots)
     if "spread" in runs and runs["spread"].notna().any():
         by_domain = runs.groupby("domain", sort=False)["spread"].median()
         md += ("\ntrial-to-trial spread of a run's tok/s (median absolute deviation of its trials, % of "
@@ -133,6 +138,15 @@ def length_mix(runs: "Any") -> str:
             lines.append(f"- {method}, {domain}: " + ", ".join(f"{k}: {100 * v:.0f}%" for k, v in share.items()))
     return "\n".join(lines) + "\n" if lines else ""
 
+
+
+def slot_lines(runs: "Any") -> str:
+    """For each drafting method and domain: each slot's landed share and counts, summed over its prompts."""
+    from .slots import by_method_and_domain, shares_text
+
+    lines = [f"- {method}, {domain}: {shares_text(rows)}"
+             for (method, domain), rows in by_method_and_domain(runs).items()]
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def header_of(a: argparse.Namespace, what: str) -> str:

@@ -21,6 +21,8 @@ class Round:
     levels: tuple[tuple[int, int], ...] = ()  # per depth verified: (rank of the draft that landed or 0, drafts there)
     parents: tuple[int, ...] = ()  # the verified drafts' tree: row i + 1's parent row (0 = the anchor; a chain: i)
     path: tuple[int, ...] = ()  # the rows it committed, from the anchor (0)
+    missed: str = ""  # where a draft was rejected: the text the head had drafted from there (its likeliest guess)
+    estimates: tuple[float, ...] = ()  # DSpark: its confidence head's estimate for every slot drafted (cut ones too)
 
 
 @dataclass
@@ -38,6 +40,8 @@ class GenResult:
     draft_seconds: float = 0.0  # drafter time inside decode_seconds (measured only with profile=True)
     trees: list[bool] = field(default_factory=list)  # per round: its drafts were verified as a tree (not a chain)
     round_seconds: list[float] = field(default_factory=list)  # each decode round's own time (its jitter: spec.outcome)
+    levels: list[tuple] = field(default_factory=list)  # per round: (rank landed or 0, drafts) per depth (spec.slots)
+    estimates: list[tuple] = field(default_factory=list)  # per round: DSpark's confidence per slot (spec.confidence)
 
     @property
     def rounds(self) -> int:
@@ -46,6 +50,23 @@ class GenResult:
     @property
     def mean_accept(self) -> float:
         return sum(self.accept_lengths) / max(1, self.rounds)
+
+    @property
+    def positions(self) -> list[dict[str, int]]:
+        """Per draft slot: rounds that reached it and rounds that landed it (spec.slots)."""
+        from .slots import slot_counts
+
+        return slot_counts(self.levels)
+
+    def confidence(self, used: float = 0.0) -> dict | None:
+        """DSpark's confidence head against what landed (spec.confidence); None without estimates."""
+        from .confidence import ConfidenceCheck
+
+        check = ConfidenceCheck()
+        for est, k, n, tree in zip(self.estimates, self.drafted, self.accept_lengths, self.trees):
+            if not tree:
+                check.add(est, k, n - 1)
+        return check.record(used) if check.rounds else None
 
     @property
     def tokens_per_sec(self) -> float:

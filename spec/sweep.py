@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 from .engine import GenResult
 from .errors import SpecError
 from .race import RaceEvent, RaceSettings
+from .slots import as_columns
 
 METHODS = {"dspark": "DSpark", "dflash": "DFlash", "greedy": "greedy"}  # sweep rows' method names
 DOMAINS = ("chat", "code", "math")
@@ -31,10 +32,11 @@ class SweepUpdate:
 
 def race_rows(results: dict[str, GenResult], verdicts: dict[str, str], domain: str, prompt: int) -> list[dict]:
     """One race's rows: per engine its tokens, rounds, committed tokens, tok/s (end to end, the race's one
-    measure; decode-only as a detail) and lossless verdict."""
+    measure; decode-only as a detail), lossless verdict and per-slot counts (spec.slots.as_columns)."""
     return [{"domain": domain, "method": METHODS[n], "prompt": prompt, "tokens": len(r.token_ids),
              "rounds": r.rounds, "committed": sum(r.accept_lengths), "tok_s": r.tokens_per_sec,
-             "decode_tok_s": r.decode_tokens_per_sec, "lossless": verdicts.get(n, "baseline")}
+             "decode_tok_s": r.decode_tokens_per_sec, "lossless": verdicts.get(n, "baseline"),
+             **as_columns(r.positions)}
             for n, r in results.items()]
 
 

@@ -11,13 +11,14 @@ Two ways to grow a tree from a head's distributions, one per sampling regime:
   its parent's, so the best N are closed under taking parents and can be found level by level.
 - T > 0, `merge_chains`: K chains each drawn from the head (SpecInfer's token tree), merged where they
   share a prefix. At each node the drawn next tokens are independent draws from one distribution q,
-  which is what the multi-draft acceptance rule (spec.verify.walk_sampled) needs to stay exact.
+  which is what the multi-draft acceptance rule (spec.verify.walk) needs to stay exact.
 """
 
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import mlx.core as mx
@@ -64,18 +65,25 @@ class DraftTree:
             self.tokens = self.tokens.tolist()
         return self.tokens
 
+    @cached_property
+    def kids(self) -> dict[int, list[int]]:
+        """{row: its child rows, in row order}."""
+        out: dict[int, list[int]] = {}
+        for i, p in enumerate(self.parents):
+            out.setdefault(p, []).append(i + 1)
+        return out
+
     def children(self) -> dict[int, dict[int, int]]:
         """{row: {token: child row}}."""
-        out: dict[int, dict[int, int]] = {}
-        for i, (p, tok) in enumerate(zip(self.parents, self.token_list())):
-            out.setdefault(p, {})[tok] = i + 1
-        return out
+        tokens = self.token_list()
+        return {row: {tokens[c - 1]: c for c in rows} for row, rows in self.kids.items()}
 
     def drawn(self, row: int) -> list[int]:
         """The tokens drawn for `row`'s children, in draw order (its children, for a tree without trials)."""
         if self.trials is not None:
             return self.trials.get(row, [])
-        return [tok for p, tok in zip(self.parents, self.token_list()) if p == row]
+        tokens = self.token_list()
+        return [tokens[c - 1] for c in self.kids.get(row, [])]
 
     def mask(self) -> np.ndarray:
         """Bool [R, R]: row r sees row c when c is r or one of its ancestors."""
@@ -90,12 +98,19 @@ class DraftTree:
         child that landed, 1 = the likeliest, or 0 when none did; how many children were verified there).
         Siblings rank in row order: best first for best_first trees, in draw order for drawn ones. A
         chain that landed n of k drafts: n x (1, 1), then (0, 1) if n < k."""
-        kids: dict[int, list[int]] = {}
-        for i, p in enumerate(self.parents):
-            kids.setdefault(p, []).append(i + 1)
+        kids = self.kids
         out = [(kids[a].index(b) + 1, len(kids[a])) for a, b in zip(path, path[1:])]
         if kids.get(path[-1]):
             out.append((0, len(kids[path[-1]])))
+        return out
+
+    def first_guesses(self, row: int) -> list[int]:
+        """The rows of the head's likeliest continuation below `row`: its first child, that child's first
+        child, and so on (a chain: the drafts after `row`)."""
+        out = []
+        while self.kids.get(row):
+            row = self.kids[row][0]
+            out.append(row)
         return out
 
     def path_to(self, row: int) -> list[int]:

@@ -1,10 +1,10 @@
-"""Acceptance rules that keep speculative decoding lossless.
+"""Acceptance rules that keep speculative decoding lossless, one walk for chains and trees.
 
-Greedy: accept the longest prefix where draft == argmax(target), then the target's own next token.
-T > 0 (Leviathan et al. / Chen et al.): accept draft x_i with probability min(1, p(x_i)/q(x_i)); at the
-first rejection sample from normalise(max(0, p - q)); if all pass, a bonus token from p. Top-k / top-p
-truncation is applied to p and q the same way, so the output is an exact sample from the truncated
-target distribution at temperature T. Everything stays on the device; the caller syncs once.
+Greedy: accept the longest path whose drafts are the target's argmax, then the target's own next token.
+T > 0 (Leviathan et al. / Chen et al., and SpecInfer's multi-draft form for trees): accept draft x with
+probability min(1, p(x)/q(x)); after a rejection sample from normalise(max(0, p - q)); if all pass, a
+bonus token from p. Top-k / top-p truncation is applied to p and q the same way, so the output is an
+exact sample from the truncated target distribution at temperature T. A plain step is `pick`.
 """
 
 from __future__ import annotations
@@ -62,49 +62,6 @@ def pick(logits: mx.array, s: Sampling, key: mx.array | None) -> tuple[mx.array,
         return mx.argmax(logits, axis=-1), None
     lp = log_probs(logits, s)
     return mx.random.categorical(lp, key=key), lp
-
-
-def accept_greedy(draft: mx.array, target_logits: mx.array) -> tuple[mx.array, mx.array]:
-    """draft [k], target_logits [k+1, V] -> (n accepted, committed [k+1] of which the first n+1 count)."""
-    best = mx.argmax(target_logits, axis=-1)
-    k = draft.shape[0]
-    if k == 0:
-        return mx.array(0), best
-    n = mx.cumprod((draft == best[:k]).astype(mx.int32)).sum()
-    padded = mx.concatenate([draft, best[-1:]])
-    return n, mx.where(mx.arange(k + 1) < n, padded, best)
-
-
-def accept_sampled(draft: mx.array, q_logprobs: mx.array | None, target_logits: mx.array, s: Sampling,
-                   key: mx.array) -> tuple[mx.array, mx.array]:
-    """The Leviathan/Chen rule. draft [k], q_logprobs [k, V], target_logits [k+1, V].
-
-    Only the ratio test needs every row (one gathered value each); the residual max(0, p - q) is built
-    for the first-miss row alone (q = 0 on the bonus row: then it is p itself)."""
-    k = draft.shape[0]
-    p_log = log_probs(target_logits, s)
-    k_accept, k_resample = mx.random.split(key)
-    if k == 0:
-        return mx.array(0), mx.random.categorical(p_log, key=k_resample)
-    rows = mx.arange(k)
-    px, qx = mx.exp(p_log[rows, draft]), mx.exp(q_logprobs[rows, draft])
-    u = mx.random.uniform(shape=(k,), key=k_accept)
-    n = mx.cumprod((u * qx < px).astype(mx.int32)).sum()  # u < p/q without dividing by a tiny q
-    p_n = mx.exp(p_log[n])
-    q_n = mx.where(n < k, mx.exp(q_logprobs[mx.minimum(n, k - 1)]), 0.0)
-    residual = mx.maximum(p_n - q_n, 0.0)
-    mass = residual.sum()
-    dist = mx.where(mass > 1e-12, residual / mx.maximum(mass, 1e-30), p_n)
-    fix = mx.random.categorical(mx.log(dist), key=k_resample)
-    return n, mx.where(mx.arange(k + 1) < n, mx.concatenate([draft, fix[None]]), fix)
-
-
-def accept(draft: mx.array, q_logprobs: mx.array | None, target_logits: mx.array, s: Sampling,
-           key: mx.array | None) -> tuple[mx.array, mx.array]:
-    """(n, committed[k+1]): commit committed[:n+1]. One rule for both drafters."""
-    if s.greedy:
-        return accept_greedy(draft, target_logits)
-    return accept_sampled(draft, q_logprobs, target_logits, s, key)
 
 
 def walk(tree: DraftTree, target_logits: mx.array, s: Sampling,

@@ -116,20 +116,30 @@ def artifacts() -> Path:
 # -- painting, without a server --------------------------------------------------------------------
 
 class FakeRound:
-    def __init__(self, pieces, done=False):
-        self.pieces, self.done = pieces, done
+    def __init__(self, pieces, done=False, missed=""):
+        self.pieces, self.done, self.missed = pieces, done, missed
 
 
 def test_lane_paints_drafts_and_own_tokens_and_escapes_html():
     lane = Lane("dflash")
     lane.add(FakeRound([("acc", "<b>&")]))  # an accepted draft; the own token's text was held back
-    assert lane.text == "<b>&" and lane.spans == [["acc", "<b>&"]]
+    assert lane.text == "<b>&" and lane.spans == [["acc", "<b>&", ""]]
     lane.add(FakeRound([("acc", "é"), ("own", " x")]))
     lane.add(FakeRound([("own", "\n")], done=True))
     assert lane.text == "<b>&é x\n" and lane.done
-    assert lane.spans == [["acc", "<b>&"], ["acc", "é"], ["own", " x\n"]]
+    assert lane.spans == [["acc", "<b>&", ""], ["acc", "é", ""], ["own", " x\n", ""]]
     html_out = text_html("dflash", lane)
     assert "&lt;b&gt;&amp;" in html_out and "<b>&" not in html_out and 'class="tok-acc"' in html_out
+
+
+def test_a_rejected_draft_keeps_the_heads_guess_for_hover_and_tap():
+    lane = Lane("dspark")
+    lane.add(FakeRound([("acc", "The"), ("own", " list")], missed=' value "<x>"'))
+    lane.add(FakeRound([("own", " is")]))  # a plain step: nothing missed, not merged into the guess's span
+    assert lane.spans == [["acc", "The", ""], ["own", " list", ' value "<x>"'], ["own", " is", ""]]
+    out = text_html("dspark", lane)
+    assert 'class="tok-own missed" tabindex="0"' in out  # focusable: a tap shows it on a phone
+    assert 'data-missed="drafted “ value &quot;&lt;x&gt;&quot;”, the target wrote “ list”"' in out
 
 
 def test_a_stopped_lane_shows_what_its_detokenizer_held_back():
@@ -139,7 +149,7 @@ def test_a_stopped_lane_shows_what_its_detokenizer_held_back():
     lane = Lane("greedy")
     lane.add(FakeRound([("own", "Hello")]))
     lane.finish(Result())
-    assert lane.text == "Hello wor" and lane.spans == [["own", "Hello wor"]]
+    assert lane.text == "Hello wor" and lane.spans == [["own", "Hello wor", ""]]
 
 
 def test_the_engine_streams_each_round_as_accepted_and_own_pieces(tiny_dir):

@@ -2,7 +2,6 @@
 
 import time
 
-import mlx.core as mx
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -112,7 +111,7 @@ def test_decode_time_holds_every_plain_step_and_the_prefill_none(qwen3, monkeypa
     """Pipelined plain decoding dispatches its first step in the prefill round (on the CPU backend the
     dispatch waits for most of the compute): that step is decoding, so its time counts there, not in
     the prefill (as mlx-lm counts from the first token), or plain decoding reads faster than it is."""
-    from spec.engine import Generation
+    from spec.generation import Generation
 
     plain, step_s = Generation._plain_forward, 0.05
 

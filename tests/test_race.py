@@ -142,7 +142,7 @@ def test_nothing_of_a_lane_is_in_flight_when_the_next_lane_starts(tiny_dir, monk
     """The plain decoder dispatches its next step before returning (pipelining); in a race, that step
     must be done before another lane's round starts, or it runs on inside that round's time and is
     billed to that lane."""
-    from spec.engine import Generation
+    from spec.generation import Generation
 
     t = load_target(str(tiny_dir / "qwen3"))
     heads = {"dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), t)}
@@ -178,12 +178,12 @@ def test_lanes_step_in_busy_time_order_and_never_run_a_round_ahead(tiny_dir, mon
     """Known costs: a target forward costs 1 + 0.1 per row, DFlash's draft 0.5, DSpark's 0.2 + 0.05 per
     draft. The scheduler steps the lane that has computed least; no live lane gets more than one of its
     own rounds ahead of another in engine time."""
-    import spec.engine as engine
+    import spec.generation as generation
     import spec.prefill as prefill
     from spec.target import Target
 
     fake = FakeTime()
-    monkeypatch.setattr(engine, "time", fake)
+    monkeypatch.setattr(generation, "time", fake)
     monkeypatch.setattr(prefill, "time", fake)
     t = load_target(str(tiny_dir / "qwen3"))
     heads = {"dspark": load_dspark(str(tiny_dir / "dspark-qwen3"), t),

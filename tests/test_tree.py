@@ -19,6 +19,7 @@ from spec.errors import SpecError
 from spec.target import load_target
 from spec.tree import DraftTree, best_first, merge_chains
 from spec.verify import Sampling, log_probs, walk
+from spec.vocab import DraftVocab
 
 # rows: 0 anchor; 1, 2 under it; 3 under 1; 4 under 2; 5 under 3
 HAND = DraftTree([11, 12, 13, 14, 15], [0, 0, 1, 2, 3])
@@ -198,16 +199,17 @@ Q = mx.array([[1.0, 2.0, 0.0, 0.0, 0.5, 1.0]])
 
 def drawn_tree(rng: np.random.Generator, q_lp: np.ndarray, draws: int) -> DraftTree:
     """The anchor's children: `draws` independent draws from q (repeats merged into one node), each
-    with one grandchild drawn from q too."""
+    with one grandchild drawn from q too (one draw: a chain of two, the Leviathan/Chen case)."""
     q = np.exp(q_lp[0])
     first = rng.choice(6, size=draws, p=q / q.sum()).tolist()
     second = rng.choice(6, size=draws, p=q / q.sum()).tolist()
     return merge_chains([[a, b] for a, b in zip(first, second)], [[0, 0]] * draws, mx.array(q_lp))
 
 
-def first_token_counts(s: Sampling, draws: int, n: int = 6000, residual: bool = True) -> np.ndarray:
+def first_token_counts(s: Sampling, draws: int, n: int = 6000, residual: bool = True,
+                       q_lp: np.ndarray | None = None) -> np.ndarray:
     rng = np.random.default_rng(s.seed)
-    q_lp = np.array(log_probs(Q, s))
+    q_lp = np.array(log_probs(Q, s)) if q_lp is None else q_lp
     counts = np.zeros(6, dtype=np.int64)
     for _ in range(n):
         tree = drawn_tree(rng, q_lp, draws)
@@ -240,11 +242,25 @@ def test_the_multi_draft_rule_samples_the_target(s, draws):
     assert chisquare(counts[keep], p[keep] / p[keep].sum() * counts.sum()).pvalue > 1e-3
 
 
-def test_a_rule_without_the_residual_is_caught():
+@pytest.mark.parametrize("draws", [1, 3])
+def test_a_rule_without_the_residual_is_caught(draws):
     s = Sampling(1.0, seed=4)
     p = np.array(mx.exp(log_probs(P[0], s)), dtype=np.float64)
-    counts = first_token_counts(s, 3, residual=False)
+    counts = first_token_counts(s, draws, residual=False)
     assert chisquare(counts, p / p.sum() * counts.sum()).pvalue < 1e-6
+
+
+@pytest.mark.parametrize("draws", [1, 2])
+def test_a_draft_vocabulary_that_cannot_draw_some_tokens_still_samples_the_target(draws):
+    """q over a subset of the vocabulary (a draft vocabulary maps it back), zero elsewhere."""
+    s = Sampling(1.0, seed=5)
+    subset = mx.array([1, 2, 4], dtype=mx.uint32)
+    vocab = DraftVocab(subset, mx.zeros((3, 1)), None, P.shape[1])
+    _, q_lp = vocab.to_vocab(mx.array([0]), log_probs(Q[:, subset], s))
+    assert np.isinf(np.array(q_lp)[:, [0, 3, 5]]).all()
+    p = np.array(mx.exp(log_probs(P[0], s)), dtype=np.float64)
+    counts = first_token_counts(s, draws, q_lp=np.array(q_lp))
+    assert chisquare(counts, p / p.sum() * counts.sum()).pvalue > 1e-3
 
 
 def test_sampled_trees_of_both_heads_run_and_stay_in_the_vocabulary(trio):
@@ -282,3 +298,26 @@ def test_tree_rounds_that_cost_more_in_the_loop_than_calibrated_lose_to_chains()
     assert auto.tree_extra > 20 and auto.extra == 0.0  # the chains' own extra is not theirs to pay
     auto.next()
     assert auto.nodes == 0
+
+
+def test_a_round_that_missed_says_what_the_head_had_drafted(trio):
+    """Round.missed: where a draft was rejected, the text of the head's guess from there on (a chain: its
+    drafts after the accepted ones; a tree: the first guesses below the last accepted node)."""
+    t, dflash, _ = trio
+    assert HAND.first_guesses(0) == [1, 3, 5] and HAND.first_guesses(2) == [4] and HAND.first_guesses(5) == []
+
+    class Recording(tiny.OracleHead):
+        def propose(self, *a, **kw):
+            self.last = super().propose(*a, **kw)[0].tolist()
+            return mx.array(self.last, dtype=mx.uint32), None
+
+    prompt = [12, 40, 33, 81, 9, 100, 27]
+    want = Engine(t).generate(prompt, 40).token_ids
+    head = Recording(dflash, want, len(prompt), corrupt=0.3, seed=2)
+    missed = 0
+    for r in Engine(t, head, max_draft=4, tree=0).start(prompt, 40):
+        if r.index == 0:
+            continue
+        assert r.missed == (t.decode(head.last[r.accepted:]) if r.accepted < r.drafted else "")
+        missed += bool(r.missed)
+    assert missed >= 2

@@ -396,7 +396,9 @@ class OracleHead:
             sibs = [t] + [(t + j * 7) % 200 + 4 for j in range(1, self.rng.randint(1, 3))]
             self.rng.shuffle(sibs)
             true_row = None
-            for s in sibs[: nodes - len(tokens)]:
+            for s in sibs:
+                if len(tokens) >= nodes:
+                    break
                 tokens.append(s)
                 parents.append(node)
                 if s == t:
