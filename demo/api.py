@@ -2,7 +2,8 @@
 has, with the page's defaults (draft lengths: auto), and typed so Gradio's "Use via API" page and
 view_api() show named, described parameters and what comes back:
 /race (one race to the end), /race_stream (the same race live), /replay (a race, then played again at
-its measured speed) and /sweep (races over many prompts, summed per method and domain).
+its measured speed), /load_race (a saved race's result, from its file) and /sweep (races over many
+prompts, summed per method and domain).
 
 No `from __future__ import annotations` here: Gradio reads these hints as objects to write the schema."""
 
@@ -84,6 +85,8 @@ class SweepResult(TypedDict):
     prompts: list[dict[str, str]]  # {domain, prompt} in the order raced
     settings: dict[str, Any]
     models: dict[str, str]
+    positions: dict[str, dict[str, list[dict[str, int]]]]  # domain -> head -> per draft slot: {"slot", "reached",
+    # "landed"}, summed over the domain's races
     versions: dict[str, str]
     timestamp: str
     stopped: bool
@@ -138,6 +141,7 @@ def lane_update(view: Any, name: str) -> LaneUpdate:
 
 PROMPT = ("prompt", str, inspect.Parameter.empty, "the user's message (the chat template is applied)")
 SPEED = ("speed", float, 1.0, "1 = as fast as the engines ran, 2 = twice as fast")
+LOAD = ("race_json", str, inspect.Parameter.empty, "the text of a race file (the race's JSON download)")
 
 
 def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
@@ -183,6 +187,19 @@ def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
         except SpecError as e:
             raise gr.Error(str(e), print_exception=False) from None
 
+    def load_race(race_json: str) -> RaceResult:
+        from spec.errors import SpecError
+        from spec.race_file import read_race
+
+        if not str(race_json).lstrip().startswith("{"):  # the file's text only: never a path on this server
+            raise gr.Error("race_json must be a race file's text (JSON), as the race's download holds it",
+                           print_exception=False)
+        try:
+            events, header = read_race(race_json)
+        except SpecError as e:
+            raise gr.Error(str(e), print_exception=False) from None
+        return race_result(events, header.get("models") or {})
+
     def sweep(domains: str = "chat,code,math", per_domain: int = 2, prompts: str = "",
               **values: Any) -> SweepResult:
         from demo.sweep_tab import sweep_api
@@ -204,6 +221,9 @@ def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
         "replay": (described(replay, replay_params, "Run one race, then stream it again at its measured speed: one "
                              "update per round (that lane's text so far); the last carries the race's result, "
                              "unchanged.", ReplayUpdate), replay_params),
+        "load_race": (described(load_race, [LOAD], "Open a saved race (the app's JSON download): its result as "
+                                "/race returned it, recomputed from the file without running a model.", RaceResult),
+                      [LOAD]),
         "sweep": (described(sweep, sweep_params, "The domain sweep to the end: races of the example prompts (or "
                             "yours), summed per method and domain (accept, tok/s, speedup end to end, lossless), "
                             "with the prompts, settings, models and versions it ran with.", SweepResult),

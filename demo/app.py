@@ -38,9 +38,11 @@ from demo.lanes import LANES, esc
 from demo.slot_chart import slot_chart
 from demo.stage import Choice, Stage, describe, examples, preparation_html, preset_choices, preset_note
 from demo.status import error_html
+from demo.story_panel import story_html
 from demo.sweep_tab import busy, sweep_tab
 from demo.texts import FOOT, HERO, LEGEND
-from demo.view import DRAFTS, PLOT_ROUNDS, TABLE_COLUMNS, empty_table, idle_lanes
+from demo.view import CLOCK, DRAFTS, PLOT_ROUNDS, TABLE_COLUMNS, empty_table, idle_lanes
+from spec.story import shipped_story
 
 DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}
 COLORS = {"DSpark": "#7c3aed", "DFlash": "#0891b2", "DSpark" + DRAFTS: "#c4b5fd", "DFlash" + DRAFTS: "#67e8f9"}
@@ -96,6 +98,10 @@ def build_demo(stage: Stage) -> gr.Blocks:
                                             interactive=not waiting)
                         stop_btn = gr.Button("Stop", variant="stop", interactive=False, elem_id="stop")
                         replay_btn = gr.Button("Replay at measured speed", size="sm", elem_id="replay")
+                        speed = gr.Radio(["0.5x", "1x", "2x"], value="1x", label="Replay speed", elem_id="replay-speed",
+                                         info="for screen recordings")
+                        open_btn = gr.UploadButton("Open a race file", file_types=[".json"], size="sm",
+                                                   elem_id="open-race")
                 with gr.Tabs(elem_id="examples"):
                     for domain, title in DOMAINS.items():
                         with gr.Tab(title):
@@ -103,6 +109,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                                 for text in examples(domain):
                                     pick = gr.Button(text, size="sm", elem_classes=["example"])
                                     pick.click(lambda v: v, pick, prompt, queue=False, **private)
+                gr.HTML(story_html(shipped_story()), elem_id="story")  # who wins where, as measured
                 status = gr.HTML(WAITING if waiting else READY, elem_id="status")
                 gr.HTML(LEGEND)
                 lane_out: list[gr.HTML] = []
@@ -113,12 +120,16 @@ def build_demo(stage: Stage) -> gr.Blocks:
                             lane_out.append(gr.HTML(first[2 * i], elem_id=f"meters-{name}"))
                             lane_out.append(gr.HTML(first[2 * i + 1], elem_id=f"text-{name}", max_height=420,
                                                     autoscroll=True))
+                plot_x = gr.Radio([("round", "round"), ("race clock (engine s)", CLOCK)], value="round",
+                                  label="Chart against", elem_id="plot-x", info="the race clock compares the lanes "
+                                  "at the same moment of their own compute")
                 plot = gr.LinePlot(None, x="round", y="tokens", color="series", color_map=COLORS, colors_in_legend=[],
                                    y_lim=[0, None], x_lim=[1, PLOT_ROUNDS], x_axis_format="d", elem_id="plot",
                                    label="Per round: accept length (tokens committed per target forward) and, "
                                          "lighter, drafts verified (the length chosen; 0 = parked, a plain step)")
                 gr.HTML(plot_legend(), elem_id="plot-legend")  # the chart's own legend ran off a phone's edge
-                why = gr.HTML(f'<div class="why">{slot_chart({})}</div>', elem_id="why")  # slots; DSpark's confidence
+                plot_x.change(axis, plot_x, plot, queue=False, **private)
+                why = gr.HTML(f'<div class="why-charts">{slot_chart({})}</div>', elem_id="why")  # slots, confidence
                 table = gr.DataFrame(empty_table(), label="Results, fastest first (speedup and tok/s: end to end, "
                                      "tokens per engine second; decode-only figures as details)",
                                      interactive=False, wrap=True, elem_id="table",
@@ -126,17 +137,24 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 files = gr.File(label="Download the results (CSV, JSON)", file_count="multiple", interactive=False,
                                 elem_id="files", visible=False)
 
-                race_out, buttons = [status, errors, *lane_out, plot, why, table, files], [run_btn, stop_btn]
+                summary = gr.Textbox(label="The race in Markdown (copy it into a chat or an issue)", lines=6,
+                                     max_lines=16, buttons=["copy"], interactive=False, visible=False,
+                                     elem_id="summary")
+                race_out, buttons = [status, errors, *lane_out, plot, why, table, files, summary], [run_btn, stop_btn]
                 gr.on([run_btn.click, prompt.submit], h.arm, None, [status, *buttons], queue=False, js=IN_VIEW_JS,
                       **private).then(
-                    h.run, {prompt, *knobs}, race_out, concurrency_id="arena", concurrency_limit=1,
+                    h.run, {prompt, plot_x, *knobs}, race_out, concurrency_id="arena", concurrency_limit=1,
                     show_progress="minimal", show_progress_on=[status], **private).then(
                     released, None, buttons, queue=False, **private)
                 replaying = replay_btn.click(lambda: armed(busy=False)[1:], None, buttons, queue=False,
                                              js=IN_VIEW_JS, **private).then(
-                    h.replay_last, None, race_out, show_progress="hidden", **private)
+                    h.replay_last, [speed, plot_x], race_out, show_progress="hidden", **private)
                 replaying.then(released, None, buttons, queue=False, **private)
-                stop_btn.click(h.stop, None, None, queue=False, cancels=[replaying], **private)
+                opening = open_btn.upload(lambda: armed(busy=False)[1:], None, buttons, queue=False, js=IN_VIEW_JS,
+                                          **private).then(
+                    h.open_race, [open_btn, speed, plot_x], race_out, show_progress="hidden", **private)
+                opening.then(released, None, buttons, queue=False, **private)
+                stop_btn.click(h.stop, None, None, queue=False, cancels=[replaying, opening], **private)
             with gr.Tab("Domain sweep", elem_id="sweep-tab"):
                 sweep_inputs, sweep_run, sweep_stop, sweep_out = sweep_tab()
                 sweep_buttons = [sweep_run, sweep_stop]
@@ -146,7 +164,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 sweeping.then(lambda: busy(False), None, sweep_buttons, queue=False, **private)
                 sweep_stop.click(h.stop, None, None, queue=False, **private)  # the sweep ends itself and says so
         gr.HTML(FOOT)
-        h.bind(prompt, auto_length, controls, sweep_inputs)
+        h.bind(prompt, auto_length, controls, sweep_inputs, plot_x)
 
         # Loading a model reaches across the page: the header, the Settings, the sliders' limits, the lanes.
         load_in = [preset, target_id, dspark_id, dflash_id]
@@ -166,6 +184,13 @@ def build_demo(stage: Stage) -> gr.Blocks:
         ticks.tick(h.prepared, None, now, queue=False, **private)
         register(demo, stage)
     return demo
+
+
+def axis(x: str) -> gr.LinePlot:
+    """The per-round chart against the round number or the race clock (its data holds both)."""
+    if x == CLOCK:
+        return gr.LinePlot(x=CLOCK, x_lim=None, x_axis_format=None)
+    return gr.LinePlot(x="round", x_lim=None, x_axis_format="d")
 
 
 def plot_legend() -> str:

@@ -34,8 +34,8 @@ def confidence_chart(record: dict | None) -> str:
                f"{b['slots']} slots landed ({100 * share:.0f}%)")
         faded = ' opacity="0.35"' if b["slots"] < FEW else ""
         parts.append(f'<rect x="{x + 2}" y="{top}" width="{step - 4}" height="{max(0.5, TOP + H - top)}" '
-                     f'fill="{COLOR}"{faded}><title>{esc(tip)}</title></rect>'
-                     f'<text x="{x + step / 2}" y="{TOP + H + 19}" class="count" fill="{COLOR}" '
+                     f'class="bar dspark" fill="{COLOR}"{faded}><title>{esc(tip)}</title></rect>'
+                     f'<text x="{x + step / 2}" y="{TOP + H + 19}" class="count dspark" fill="{COLOR}" '
                      f'text-anchor="middle">{b["slots"]}</text>')
     width, height = LEFT + W + 4, TOP + H + 24
     svg = (f'<svg class="slot-svg conf-svg" viewBox="0 0 {width} {height}" role="img" '

@@ -1,33 +1,21 @@
-"""The race's downloads: a CSV of the table and a JSON that lets the race be studied later (every
-lane's rounds: accept length, chosen draft length, round time), stamped with the time and the versions
-that ran it, the models by name (never a server folder), under file names unique to the race."""
+"""The race's downloads: a CSV of the table and a JSON that another person opens in the app and sees the
+same race (spec.race_file: its events, machine, versions and settings), with the table and each lane's
+per-round lists beside them for study; the models by name (never a server folder), under file names
+unique to the race."""
 
 from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import asdict
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-PACKAGES = ("spec-arena", "mlx", "mlx-lm", "gradio")
-NOT_INSTALLED = "not installed"
 
-
-def versions() -> dict[str, str]:
-    out = {}
-    for pkg in PACKAGES:
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = NOT_INSTALLED
-    return out
-
-
-def results_doc(view: Any, prompt: str, settings: Any, models: dict[str, str], when: datetime) -> dict:
+def results_doc(view: Any, events: list, prompt: str, models: dict[str, str], when: datetime) -> dict:
     """Everything the JSON download holds (models: names as the header shows them)."""
+    from spec.race_file import race_record
+
     rounds = {}
     for name, records in view.rounds.items():
         meter = view.lanes[name].meter if name in view.lanes else None
@@ -36,15 +24,15 @@ def results_doc(view: Any, prompt: str, settings: Any, models: dict[str, str], w
                         "accept_lengths": [r["tokens"] for r in decode],
                         "draft_lengths": [r["drafted"] for r in decode],
                         "round_seconds": [r["seconds"] for r in decode], "rounds": records}
-    return {"spec_arena_results": 3, "timestamp": when.isoformat(timespec="seconds"), "versions": versions(),
-            "prompt": prompt, "settings": asdict(settings), "models": models,
-            "wall_seconds": round(view.wall, 3), "race_clock_seconds": round(view.clock, 3),
+    record = race_record(events, prompt, models, when)
+    events_part = record.pop("events")
+    return {**record, "wall_seconds": round(view.wall, 3), "race_clock_seconds": round(view.clock, 3),
             "verdicts": view.verdicts, "outcome": view.outcome.record() if view.outcome else None,
             "results": json.loads(view.table.to_json(orient="records")),
-            "texts": {n: lane.text for n, lane in view.lanes.items()}, "per_round": rounds}
+            "texts": {n: lane.text for n, lane in view.lanes.items()}, "per_round": rounds, "events": events_part}
 
 
-def save_results(view: Any, prompt: str, settings: Any, models: dict[str, str],
+def save_results(view: Any, events: list, prompt: str, models: dict[str, str],
                  when: datetime | None = None) -> list[str]:
     """CSV + JSON in a fresh folder, named spec-arena-<UTC time to the millisecond>.csv / .json."""
     when = when or datetime.now(timezone.utc)
@@ -52,5 +40,5 @@ def save_results(view: Any, prompt: str, settings: Any, models: dict[str, str],
     stem = f"spec-arena-{when.strftime('%Y%m%d-%H%M%S-%f')[:-3]}"
     csv, doc = out / f"{stem}.csv", out / f"{stem}.json"
     view.table.to_csv(csv, index=False)
-    doc.write_text(json.dumps(results_doc(view, prompt, settings, models, when), indent=2, ensure_ascii=False))
+    doc.write_text(json.dumps(results_doc(view, events, prompt, models, when), ensure_ascii=False))
     return [str(csv), str(doc)]

@@ -8,6 +8,7 @@ components a handler reads (the prompt, the knobs, the sweep's inputs) are hande
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, Iterator
 
 import gradio as gr
@@ -23,6 +24,8 @@ from demo.status import error_html
 from demo.sweep_tab import busy, run_sweep
 from demo.view import View, idle_lanes
 from spec.errors import SpecError
+from spec.race_file import race_record
+from spec.report import race_markdown
 
 STREAM_EVERY = 0.12  # seconds between page updates while racing (every round would flood the socket)
 PREPARING = "still preparing the model: Run starts as soon as it is ready (the steps show above)"
@@ -38,17 +41,19 @@ class Handlers:
         self.prompt = self.auto = None
         self.controls: dict[str, Any] = {}
         self.sweep_inputs: list = []
+        self.plot_x: Any = None  # the chart's axis choice (round or race clock)
 
-    def bind(self, prompt: Any, auto: Any, controls: dict[str, Any], sweep_inputs: list) -> None:
+    def bind(self, prompt: Any, auto: Any, controls: dict[str, Any], sweep_inputs: list, plot_x: Any = None) -> None:
         """The components whose values the handlers read from an event's `data`."""
         self.prompt, self.auto, self.controls, self.sweep_inputs = prompt, auto, controls, sweep_inputs
+        self.plot_x = plot_x
 
     # -- the race ----------------------------------------------------------------------------------
 
     def message(self, status: str, error: str = "", reset: bool = False) -> tuple:
         """Status + error; the lanes keep the last race (or go back to idle when this one never began)."""
         lanes = idle_lanes(self.stage) if reset else [gr.skip()] * (2 * len(LANES))
-        return (f'<div class="status">{esc(status)}</div>', error_html(error), *lanes, *(gr.skip(),) * 4)
+        return (f'<div class="status">{esc(status)}</div>', error_html(error), *lanes, *(gr.skip(),) * 5)
 
     def arm(self, request: gr.Request) -> tuple:
         """Run clicked: forget a Stop pressed earlier while nothing of ours was queued; Run off, Stop on."""
@@ -76,19 +81,22 @@ class Handlers:
             if not prompt_text or not prompt_text.strip():
                 raise SpecError("the prompt is empty: type one or click an example")
             view = View.for_arena(arena, settings)
+            view.plot_x = data.get(self.plot_x, "round")
             yield view.outputs()
             stage.owner, last, recorded = sid, 0.0, []
             for ev in arena.race(prompt_text, settings):
                 recorded.append(ev)
-                if ev.kind == "finish":
-                    stage.record(sid, recorded)
                 view.feed(ev)
                 view.stopping = arena.stopping
+                if ev.kind == "finish":
+                    header = {k: v for k, v in race_record(recorded, prompt_text, stage.names()).items()
+                              if k != "events"}
+                    stage.record(sid, recorded, header)
+                    view.files = save_results(view, recorded, prompt_text, stage.names())
+                    view.summary = race_markdown(ev, header)
                 now = time.monotonic()
                 if ev.kind != "round" or now - last >= STREAM_EVERY:
                     last = now
-                    if ev.kind == "finish":
-                        view.files = save_results(view, prompt_text, settings, stage.names())
                     yield view.outputs()
         except Exception as e:  # a readable message in the page; the server keeps serving
             msg = stage.tell(e)
@@ -101,17 +109,42 @@ class Handlers:
             if stage.owner == sid:
                 stage.owner = None
 
-    def replay_last(self, request: gr.Request) -> Iterator[tuple]:
-        """The session's last race again, each lane's rounds at the moments its own engine reached them."""
+    def replay_last(self, speed: str, plot_x: str, request: gr.Request) -> Iterator[tuple]:
+        """The session's last race (run here or opened from a file) again, each lane's rounds at the moments
+        its own engine reached them, at the chosen speed ("0.5x", "1x", "2x")."""
+        sid = request.session_hash if request else None
+        events = self.stage.recordings.get(sid)
+        if not events:
+            yield self.message("Nothing to replay yet: run a race to the end, or open a race file.")
+            return
+        yield from self.replayed(events, speed, self.stage.headers.get(sid, {}), plot_x)
+
+    def open_race(self, file: Any, speed: str, plot_x: str, request: gr.Request) -> Iterator[tuple]:
+        """A race file (the JSON download, someone else's too): replayed as it was raced, no model needed."""
+        from spec.race_file import read_race
+
+        path = getattr(file, "name", file)
+        try:
+            events, header = read_race(str(path))
+        except SpecError as e:
+            yield self.message("Not opened.", str(e))
+            return
+        versions = ", ".join(f"{k} {v}" for k, v in (header.get("versions") or {}).items())
+        header["source"] = (f"Opened {Path(str(path)).name}: raced {header.get('timestamp', '?')} on "
+                            f"{header.get('machine', 'an unknown machine')} ({versions}); prompt: "
+                            f"“{' '.join(str(header.get('prompt', '')).split())[:160]}”")
+        self.stage.record(request.session_hash if request else None, events, header)
+        yield from self.replayed(events, speed, header, plot_x)
+
+    def replayed(self, events: list, speed: str, header: dict, plot_x: str = "round") -> Iterator[tuple]:
         from spec.race import replay as replayed
 
-        events = self.stage.recordings.get(request.session_hash if request else None)
-        if not events:
-            yield self.message("Nothing to replay yet: run a race to the end first.")
-            return
         view = View.for_replay(events, getattr(self.stage.arena, "missing", {}))
+        view.source, view.speed = header.get("source", ""), float(str(speed).rstrip("x") or 1)
+        view.plot_x = plot_x or "round"
+        view.summary = race_markdown(events[-1], header) if header else ""
         last = 0.0
-        for ev in replayed(events):
+        for ev in replayed(events, view.speed):
             view.feed(ev)
             now = time.monotonic()
             if ev.kind != "round" or now - last >= STREAM_EVERY:

@@ -44,8 +44,8 @@ def slot_chart(positions: dict[str, list[dict]], title: str = TITLE) -> str:
                    f"({100 * share:.0f}%)")
             faded = ' opacity="0.35"' if reached < FEW else ""
             parts.append(f'<rect x="{x}" y="{top}" width="{BAR - 1}" height="{max(0.5, TOP + HEIGHT - top)}" '
-                         f'fill="{color}"{faded}><title>{esc(tip)}</title></rect>')
-            parts.append(f'<text x="{x + (BAR - 1) / 2}" y="{TOP + HEIGHT + 22 + 9 * j}" class="count" '
+                         f'class="bar {h}" fill="{color}"{faded}><title>{esc(tip)}</title></rect>')
+            parts.append(f'<text x="{x + (BAR - 1) / 2}" y="{TOP + HEIGHT + 22 + 9 * j}" class="count {h}" '
                          f'fill="{color}" text-anchor="middle">{reached}</text>')
     svg = (f'<svg class="slot-svg" viewBox="0 0 {width} {height}" role="img" preserveAspectRatio="xMinYMin meet" '
            f'style="max-width:{width * 2}px"><title>{esc(reading(positions))}</title>{"".join(parts)}</svg>')

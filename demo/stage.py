@@ -67,6 +67,7 @@ class Stage:
     cancelled: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     recordings: dict[str, list] = field(default_factory=dict)  # session -> events of its last finished race
+    headers: dict[str, dict] = field(default_factory=dict)  # session -> its last race's header (spec.race_file)
     exposure: Exposure = field(default_factory=Exposure)
     preparing: Preparation | None = None  # the first load, while it runs: Run waits for it
 
@@ -115,12 +116,14 @@ class Stage:
         """What is loaded, in words (never a server folder): target / dspark / dflash -> name."""
         return model_names(self.choice, self.arena.info if self.arena is not None else {})
 
-    def record(self, session: str | None, events: list) -> None:
-        """Keep a session's last race for its replay (the most recent 32 sessions)."""
+    def record(self, session: str | None, events: list, header: dict) -> None:
+        """Keep a session's last race for its replay (the most recent 32 sessions), with its race file's
+        header (prompt, models, machine, versions; "source": the file it was opened from, in words)."""
         self.recordings.pop(session, None)
-        self.recordings[session] = events
+        self.recordings[session], self.headers[session] = events, header
         while len(self.recordings) > 32:
-            self.recordings.pop(next(iter(self.recordings)))
+            self.headers.pop(old := next(iter(self.recordings)), None)
+            self.recordings.pop(old)
 
     def load(self, choice: Choice, progress: Progress = quiet) -> None:
         """Load `choice` next to the current arena; swap only on success (errors leave it serving).
@@ -191,7 +194,7 @@ def model_names(choice: Choice | None, info: dict[str, str]) -> dict[str, str]:
 
 def describe(stage: Stage) -> str:
     """Header chips: target, heads, device, BLAS, versions (device and BLAS asked on the MLX thread)."""
-    from demo.export import NOT_INSTALLED, versions
+    from spec.race_file import NOT_INSTALLED, versions
 
     chips: list[tuple[str, str, str]] = []
     a = stage.arena

@@ -39,14 +39,16 @@ def status_html(view: Any) -> str:
     if view.state == "waiting":
         return '<div class="status">Waiting for the arena…</div>'
     if view.state == "racing":
-        what = "Replaying at measured speed" if view.replay else "Racing"
+        what = "Racing" if not view.replay else ("Replaying at measured speed" if view.speed == 1 else
+                                                 f"Replaying at {view.speed:g}x the measured speed")
         if view.stopping:
             what = "Stopping…"
         elif view.prompt_tokens and view.prefilled < view.prompt_tokens and not view.replay:
             what = (f"Reading the prompt (one prefill shared by every lane): {view.prefilled:,} of "
                     f"{view.prompt_tokens:,} tokens")
+        source = f'<div class="source">{esc(view.source)}</div>' if view.source else ""
         return (f'<div class="status racing"><span class="pulse"></span>{what} · {clocks(view)}'
-                f'{strip_html(view)}</div>')
+                f'{strip_html(view)}{source}</div>')
     out = view.outcome
     label = lambda n: lane_label(n, view.sampled)  # noqa: E731
     summary = " · ".join(f"{label(n)} {verdict_badge(v)}" for n, v in view.verdicts.items())
@@ -61,7 +63,8 @@ def status_html(view: Any) -> str:
     check = "Compared with plain sampling" if view.sampled else "Lossless check"
     return (f'<div class="status {view.state}">{head} · {clocks(view)}. '
             f'<span class="lossless">{check}: {summary or "–"}</span>'
-            + (f'<div class="why">{esc(why)}.</div>' if why else "") + "</div>")
+            + (f'<div class="why">{esc(why)}.</div>' if why else "")
+            + (f'<div class="source">{esc(view.source)}</div>' if view.source else "") + "</div>")
 
 
 def order_html(outcome: Any) -> str:

@@ -17,8 +17,10 @@ import pandas as pd
 
 from demo.knobs import echo, settings_of
 from demo.lanes import esc
+from demo.slot_chart import slot_chart
 from demo.stage import examples
 from spec.errors import SpecError
+from spec.sweep import METHODS
 
 DOMAIN_NAMES = {"chat": "Chat", "code": "Code", "math": "Math"}
 METHOD_ORDER = ("DSpark", "DFlash")  # the chart's bars, in this order within each domain
@@ -45,9 +47,10 @@ def sweep_tab() -> tuple[list, gr.Button, gr.Button, list]:
                          interactive=False, elem_id="sweep-table")
     bars = gr.Plot(None, label="Speedup vs greedy (end to end; 1.0 = as fast as greedy)", elem_id="sweep-bars",
                    format="png")
+    slots = gr.HTML("", elem_id="sweep-slots")  # per domain: how deep each head's drafts land
     files = gr.File(label="Download the sweep (CSV, JSON)", file_count="multiple", interactive=False,
                     elem_id="sweep-files", visible=False)
-    return [domains, per_domain, own, max_new], run, stop, [status, table, bars, files]
+    return [domains, per_domain, own, max_new], run, stop, [status, table, bars, slots, files]
 
 
 def busy(running: bool) -> tuple[gr.Button, gr.Button]:
@@ -75,14 +78,14 @@ def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_n
     arena, sid = stage.arena, request.session_hash if request else None
     if sid in stage.cancelled:  # Stop pressed while this sweep waited in the queue
         stage.cancelled.discard(sid)
-        yield status_html("Stopped before it started.", "stopped"), gr.skip(), gr.skip(), gr.skip()
+        yield status_html("Stopped before it started.", "stopped"), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         return
     try:
         if arena is None:
             raise SpecError(stage.error or "no model is loaded: pick a preset in Settings")
         prompts = sweep_prompts(domains, per_domain, own)
         settings = settings_of({**values, "max_new_tokens": max_new})
-        yield status_html(f"Racing 1 of {len(prompts)}…", "racing"), gr.skip(), gr.skip(), gr.skip()
+        yield status_html(f"Racing 1 of {len(prompts)}…", "racing"), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         stage.owner = sid
         when = datetime.now(timezone.utc)
         for upd in sweep(arena.race, prompts, settings):
@@ -99,13 +102,32 @@ def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_n
                      if (done or upd.stopped) and upd.done else None)
             has = upd.table is not None
             yield (status_html(word, state), grid(upd.table) if has else gr.skip(),
-                   bars_figure(upd.table) if has else gr.skip(),
+                   bars_figure(upd.table) if has else gr.skip(), domain_slots_html(upd.rows) if has else gr.skip(),
                    gr.File(value=files, visible=True) if files else gr.skip())
     except Exception as e:  # one readable line in the tab; the server keeps serving
-        yield status_html(stage.tell(e), "error"), gr.skip(), gr.skip(), gr.skip()
+        yield status_html(stage.tell(e), "error"), gr.skip(), gr.skip(), gr.skip(), gr.skip()
     finally:
         if sid is not None and stage.owner == sid:
             stage.owner = None
+
+
+def domain_positions(rows: pd.DataFrame) -> dict[str, dict[str, list[dict]]]:
+    """domain -> head -> per-slot counts summed over the domain's races (spec.slots)."""
+    from spec.slots import by_method_and_domain
+
+    heads = {v: k for k, v in METHODS.items() if k != "greedy"}  # "DSpark" -> "dspark"
+    out: dict[str, dict[str, list[dict]]] = {}
+    for (method, domain), counts in by_method_and_domain(rows).items():
+        if method in heads:
+            out.setdefault(domain, {})[heads[method]] = counts
+    return out
+
+
+def domain_slots_html(rows: pd.DataFrame) -> str:
+    """One per-slot chart per domain, both heads side by side in each."""
+    charts = [slot_chart(p, f"{DOMAIN_NAMES.get(d, d.title())}: per draft slot")
+              for d, p in domain_positions(rows).items()]
+    return f'<div class="why-charts">{"".join(charts)}</div>' if charts else ""
 
 
 def sweep_api(stage: Any, domains: str, per_domain: int, prompts: str, values: dict[str, Any]) -> dict:
@@ -132,12 +154,13 @@ def sweep_api(stage: Any, domains: str, per_domain: int, prompts: str, values: d
 
 def sweep_doc(upd: Any, prompts: list[dict], settings: Any, models: dict[str, str], when: datetime) -> dict:
     """The sweep as its JSON download and the API give it."""
-    from demo.export import versions
+    from spec.race_file import versions
     from spec.sweep import grid
 
     records = (lambda f: json.loads(f.to_json(orient="records")) if f is not None and len(f) else [])  # noqa: E731
     return {"table": records(upd.table), "grid": records(grid(upd.table)) if upd.table is not None else [],
             "rows": records(upd.rows), "prompts": prompts[: upd.done] if upd.stopped else prompts,
+            "positions": domain_positions(upd.rows) if upd.rows is not None and len(upd.rows) else {},
             "settings": echo(settings), "models": models, "versions": versions(),
             "timestamp": when.isoformat(timespec="seconds"), "stopped": upd.stopped}
 

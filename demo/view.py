@@ -18,6 +18,7 @@ from demo.status import status_html
 from spec.errors import SpecError
 
 PLOT_ROUNDS = 32  # the per-round chart's x axis grows by this many rounds
+CLOCK = "engine s"  # the chart's other x axis: each round's end on its lane's clock (engine seconds)
 DRAFTS = " drafts"  # the chart's series of a head's chosen draft lengths: "DSpark drafts"
 
 
@@ -42,13 +43,20 @@ class View:
     rounds: dict[str, list[dict]] = field(default_factory=dict)  # engine -> its rounds, for the download
     plot_span: tuple = ()  # the chart's x and y ranges as last sent
     threshold: float = 0.0  # DSpark's confidence cut the race runs with (its confidence picture marks it)
+    source: str = ""  # a race opened from a file: where and when it was raced
+    speed: float = 1.0  # a replay's speed (1 = as the engines ran)
+    summary: str = ""  # the finished race in Markdown (spec.report.race_markdown), for a chat or an issue
+    plot_x: str = "round"  # the per-round chart against the round number or the race clock (CLOCK)
 
     def ran_with(self, settings: Any) -> "View":
         """What the race runs with that the page shows: the confidence cut, a lane's ablation."""
+        from spec.race import lane_notes
+
         if settings is not None:
             self.threshold = settings.dspark_threshold
-            if not settings.dspark_markov and "dspark" in self.lanes:
-                self.lanes["dspark"].note = "Markov off"
+            for name, note in lane_notes(settings).items():
+                if name in self.lanes:
+                    self.lanes[name].note = note
         return self
     absent: dict[str, str] = field(default_factory=dict)  # head kind -> why it is not in the race
 
@@ -125,8 +133,10 @@ class View:
         for n, m in meters.items():
             if m is None:
                 continue
+            clock = {r["round"]: r["lane_clock"] for r in self.rounds.get(n, [])}  # its end on the lane's clock
             for suffix, values in (("", m.accept_lengths), (DRAFTS, m.drafted)):
-                rows += [{"round": i + 1, "tokens": v, "series": LANES[n] + suffix} for i, v in enumerate(values)]
+                rows += [{"round": i + 1, CLOCK: clock.get(i + 1), "tokens": v, "series": LANES[n] + suffix}
+                         for i, v in enumerate(values)]
         return pd.DataFrame(rows) if rows else None
 
     def outputs(self) -> tuple:
@@ -137,8 +147,9 @@ class View:
                      text_html(name, lane)]
         files = gr.File(value=self.files, visible=True) if self.files else gr.File(value=None, visible=False)
         table = self.table if self.table is not None else empty_table()
+        summary = gr.Textbox(value=self.summary, visible=bool(self.summary and self.outcome is not None))
         return (status_html(self) + below_greedy_html(self), "", *cols, self.plot_update(), self.why_html(), table,
-                files)
+                files, summary)
 
     def why_html(self) -> str:
         """Why a head wins: per draft slot, both heads side by side (demo.slot_chart), and DSpark's
@@ -150,7 +161,7 @@ class View:
             meters = {n: lane.meter for n, lane in self.lanes.items() if n != "greedy" and lane.meter is not None}
             slots = {n: m.slots.rows() for n, m in meters.items()}
             conf = meters["dspark"].confidence.record(self.threshold) if "dspark" in meters else None
-        return f'<div class="why">{slot_chart(slots)}{confidence_chart(conf)}</div>'
+        return f'<div class="why-charts">{slot_chart(slots)}{confidence_chart(conf)}</div>'
 
     def plot_update(self) -> Any:
         """The chart's update: never None (an emptied chart throws on its next resize in Gradio 6), and
@@ -161,12 +172,17 @@ class View:
         plot = self.plot()
         if plot is None:
             return gr.skip()
+        if self.plot_x == CLOCK:  # engine seconds: the lanes compare at the same moment of their compute
+            if self.plot_span == (CLOCK,):
+                return plot
+            self.plot_span = (CLOCK,)
+            return gr.LinePlot(value=plot, x=CLOCK, x_lim=None, x_axis_format=None)
         span = PLOT_ROUNDS * max(1, math.ceil(int(plot["round"].max()) / PLOT_ROUNDS))
         top = 4 * math.ceil((int(plot["tokens"].max()) + 1) / 4)  # room above the highest line (a full 15-draft
         if (span, top) == self.plot_span:                          # round once sat on the frame, unseen)
             return plot
         self.plot_span = (span, top)
-        return gr.LinePlot(value=plot, x_lim=[1, span], y_lim=[0, top])
+        return gr.LinePlot(value=plot, x="round", x_lim=[1, span], y_lim=[0, top], x_axis_format="d")
 
 
 TABLE_COLUMNS = {"place": 64, "engine": 96, "speedup": 84, "tok/s": 72, "mean accept": 84, "tokens": 72, "rounds": 72,

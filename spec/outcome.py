@@ -72,10 +72,10 @@ class Outcome:
 
     @classmethod
     def of(cls, results: dict[str, GenResult], sampled: bool = False, threshold: float = 0.0,
-           notes: dict[str, str] | None = None) -> "Outcome":
+           notes: dict[str, str] | None = None, floor: float = TIE_FLOOR) -> "Outcome":
         base = results.get("greedy")
         stopped = any(r.finish_reason in ("stopped", "running") for r in results.values())
-        band = tie_band(results)
+        band = tie_band(results, floor)
         rows = {}
         for name in [n for n in ENGINES if n in results] + [n for n in results if n not in ENGINES]:
             r = results[name]

@@ -217,7 +217,12 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     yield RaceEvent("finish", results=results, verdicts=verdicts, wall=time.perf_counter() - t0,
                     clock=race_clock(meters, []),
                     outcome=Outcome.of(results, settings.temperature > 0, settings.dspark_threshold,
-                                       notes={} if settings.dspark_markov else {"dspark": "Markov off"}))
+                                       lane_notes(settings)))
+
+
+def lane_notes(settings: RaceSettings) -> dict[str, str]:
+    """How a lane runs unlike its usual self, as its label says it: {"dspark": "Markov off"}."""
+    return {} if settings.dspark_markov else {"dspark": "Markov off"}
 
 
 def replay(events: list[RaceEvent], speed: float = 1.0, sleep: Callable[[float], None] = time.sleep,

@@ -39,6 +39,33 @@ def results_table(outcome: Outcome, verdicts: dict[str, str]) -> "Any":
 
 
 
+def race_markdown(final: Any, header: dict) -> str:
+    """A finished race as Markdown for a chat or an issue: the headline, the table, the verdicts, each
+    head's per-slot shares, the settings, models, machine and versions it ran with (header: the race
+    file's, spec.race_file.race_record)."""
+    from .slots import shares_text
+
+    out = final.outcome
+    prompt = " ".join(str(header.get("prompt", "")).split())
+    cols = ["place", "engine", "speedup", "tok/s", "mean accept", "tokens", "finish s", "status"]
+    table = results_table(out, final.verdicts)
+    lines = [f"**Spec Arena race**: {out.headline()}", "", f"> {prompt[:300]}{'…' if len(prompt) > 300 else ''}", "",
+             to_markdown(table[[c for c in cols if c in table.columns]]), ""]
+    lines += [f"- {out.label(n)}: {v}" for n, v in final.verdicts.items()]
+    lines += [f"- {out.label(n)} per draft slot (landed / reached): {shares_text(rows)}"
+              for n, rows in out.positions.items() if rows]
+    settings = header.get("settings") or {}
+    lines += ["", "Speedup: end to end, tokens per engine second (prefill included); ties within "
+              f"{100 * out.band:.0f}%. Settings: " + ", ".join(f"{k} {v}" for k, v in settings.items()) + "."]
+    models = header.get("models") or {}
+    if models:
+        lines.append("Models: " + ", ".join(f"{k} {v}" for k, v in models.items()) + ".")
+    versions = header.get("versions") or {}
+    lines.append(f"{header.get('machine', '')}; " + ", ".join(f"{k} {v}" for k, v in versions.items())
+                 + f"; {header.get('timestamp', '')}.")
+    return "\n".join(lines) + "\n"
+
+
 def rnd(x: float | None, digits: int) -> float | None:
     return None if x is None else round(x, digits)
 

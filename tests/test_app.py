@@ -354,6 +354,18 @@ def set_max_tokens(page, n: int) -> None:
                 raise
 
 
+def fixed_lengths(page, **values: int) -> None:
+    """In the open Settings: Auto draft length off, then each slider (by its elem id) typed to its value."""
+    from playwright.sync_api import expect
+
+    page.locator("#auto-length input[type=checkbox]").uncheck()
+    for eid, value in values.items():
+        box = page.locator(f"#{eid.replace('_', '-')} input[type=number]")
+        box.fill(str(value))
+        box.press("Enter")
+        expect(page.locator(f"#{eid.replace('_', '-')} input[type=range]")).to_have_value(str(value))
+
+
 def wait_done(page, state: str = "finished", timeout: float = 120_000) -> None:
     page.wait_for_selector(f"#status .status.{state}", timeout=timeout)
 
@@ -631,3 +643,30 @@ def test_browser_the_lanes_move_on_one_clock(browser, pocket_app):
         assert 0.8 * slowest < took < 1.3 * slowest + 2.0, (took, slowest)
         assert page_numbers(page) == before  # the replay changes no number on the page
         assert page.locator("#text-greedy .lane-text").inner_text() == page.locator("#text-dspark .lane-text").inner_text()
+
+
+@pytest.mark.browser
+@pytest.mark.pocket
+def test_browser_why_a_head_wins_on_the_pocket_preset(browser, pocket_app):
+    """A math prompt on the real pocket heads at fixed lengths (chains: DSpark's confidence estimates are
+    kept for chain rounds): at the end the per-slot chart, DSpark's confidence picture and a missed guess.
+    Pictures for the docs (copied by hand to assets/why.png and assets/missed-guess.png)."""
+    with opened(browser, "why-pocket-failure.png", size=(1440, 1100)) as page:
+        visit(page, pocket_app.url)
+        page.fill("#prompt textarea", "A train travels 120 km in 1.5 hours. What is its average speed in km/h? "
+                  "Explain step by step.")
+        page.locator("#settings button.label-wrap").click()
+        set_max_tokens(page, 96)
+        fixed_lengths(page, dspark_cap=4, dflash_len=8, tree=0)
+        close_settings(page)
+        page.click("#run")
+        wait_done(page, timeout=300_000)
+        reading = page.locator("#why .slot-reading").first.inner_text()
+        assert "DSpark: 1st draft lands" in reading and "DFlash: 1st draft lands" in reading, reading
+        assert "expected" in page.locator("#why .conf-chart .slot-reading").inner_text()
+        page.locator("#why").screenshot(path=str(artifacts() / "why-pocket.png"))
+        guess = page.locator("#text-dspark .tok-own.missed").first
+        guess.scroll_into_view_if_needed()
+        guess.hover()
+        page.wait_for_timeout(200)
+        page.locator("#lanes").screenshot(path=str(artifacts() / "missed-guess-pocket.png"))

@@ -17,7 +17,6 @@ from spec.engine import Engine
 from spec.presets import get_preset
 from spec.errors import SpecError
 from spec.target import WindowKVCache, load_target
-from spec.tree import DraftTree
 
 WINDOW = 8  # the tiny target's sliding window: most prompts below cross it
 
@@ -135,27 +134,15 @@ def test_partial_acceptance_is_lossless(gemma):
         assert len(seen) >= 3 and max(seen) > 3, sorted(seen)
 
 
-HAND = DraftTree([11, 12, 13, 14, 15], [0, 0, 1, 2, 3])  # two children of the anchor; leaves at depths 2, 3
-
-
 @pytest.mark.parametrize("name", ["target", "text"])
 def test_a_tree_forward_is_each_path_fed_alone_and_keeps_any_path(gemma_dir, name):
     """Sliding and full layers with a tree mask, shared-K/V layers reusing them, rows roped at their depth;
     the prompt crosses the window."""
     t = load_target(str(gemma_dir / name))
     assert t.check_trees() == ""
-    prompt, toks = list(range(30, 30 + 2 * WINDOW + 3)), [60] + HAND.token_list()
-    for row in range(len(HAND.depths)):
-        cache = t.make_cache()
-        t(mx.array([prompt]), cache)
-        logits, _ = t(mx.array([toks]), cache, tree=HAND)
-        path = HAND.path_to(row)
-        fed = t.make_cache()
-        ref, _ = t(mx.array([prompt + [toks[r] for r in path]]), fed)
-        assert mx.allclose(logits[0, row], ref[0, -1], atol=1e-4), row
-        t.keep(cache, path, len(toks))
-        after = [t(mx.array([[50, 51]]), c)[0] for c in (cache, fed)]
-        assert mx.allclose(*after, atol=1e-4), row
+    tree = tiny.hand_tree()
+    for row in range(len(tree.depths)):
+        tiny.assert_tree_row_is_its_path(t, list(range(30, 30 + 2 * WINDOW + 3)), tree, row)
 
 
 def test_trees_are_lossless(gemma):

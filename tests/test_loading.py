@@ -181,13 +181,14 @@ def test_the_json_download_has_rounds_time_versions_and_no_paths(tiny_dir):
     try:
         settings = settings_of({"max_new_tokens": 16, "dspark_cap": 0, "dflash_len": 0})
         view = View.for_arena(stage.arena, settings)
-        for ev in stage.arena.race(PROMPT, settings):
+        events = list(stage.arena.race(PROMPT, settings))
+        for ev in events:
             view.feed(ev)
     finally:
         stage.arena.close()
     when = datetime(2026, 12, 4, 8, 0, 0, 123000, tzinfo=timezone.utc)
-    first = save_results(view, PROMPT, settings, stage.names(), when)
-    second = save_results(view, PROMPT, settings, stage.names())
+    first = save_results(view, events, PROMPT, stage.names(), when)
+    second = save_results(view, events, PROMPT, stage.names())
     assert {Path(f).name for f in first} == {"spec-arena-20261204-080000-123.csv", "spec-arena-20261204-080000-123.json"}
     assert not {Path(f).name for f in first} & {Path(f).name for f in second}  # unique per race
     text = Path(first[1]).read_text()
@@ -212,7 +213,8 @@ def test_the_race_endpoint_has_a_typed_described_return(app):
     info = json.loads(fetch(app.url + "gradio_api/info"))["named_endpoints"]
     race = info["/race"]
     props = race["returns"][0]["type"]["properties"]
-    assert {"headline", "table", "texts", "verdicts", "finish_order", "winner", "settings", "models"} <= set(props)
+    assert {"headline", "table", "texts", "verdicts", "finish_order", "winner", "settings", "models", "positions",
+            "confidence"} <= set(props)
     assert props["verdicts"] == {"type": "object", "additionalProperties": {"type": "string"}}
     assert "Run one race to the end" in race["description"]
     stream = info["/race_stream"]["returns"][0]["type"]["properties"]
@@ -237,6 +239,29 @@ def test_every_api_parameter_is_named_and_described(app):
     assert race["dspark_cap"]["parameter_default"] == race["dflash_len"]["parameter_default"] == "auto"
     assert "auto" in race["dspark_cap"]["python_type"]["description"]
     assert race["tree"]["parameter_default"] == 16 and "tree" in race["tree"]["python_type"]["description"]
+
+
+def test_load_race_gives_back_the_saved_races_result_and_reads_no_server_path(app, tiny_dir):
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    from spec.dspark import load_dspark
+    from spec.race import RaceSettings, run_race
+    from spec.race_file import race_record
+    from spec.target import load_target
+
+    t = load_target(str(tiny_dir / "qwen3"))
+    events = list(run_race(t, {"dspark": load_dspark(str(tiny_dir / "dspark-qwen3"), t)}, "hi",
+                           RaceSettings(max_new_tokens=12, dspark_cap=3)))
+    text = json.dumps(race_record(events, "hi", {"target": "tiny"}))
+    client = Client(app.url, verbose=False)
+    out = client.predict(text, api_name="/load_race")
+    assert out["headline"] == events[-1].outcome.headline() and out["models"] == {"target": "tiny"}
+    assert out["positions"] == events[-1].outcome.positions and out["settings"]["dspark_cap"] == 3
+    assert out["texts"] == {n: r.text for n, r in events[-1].results.items()}
+    for bad, words in (("/etc/passwd", "a race file's text"), ('{"x": 1}', "not a race file")):
+        with pytest.raises(AppError, match=words):
+            client.predict(bad, api_name="/load_race")
 
 
 def test_the_api_refuses_more_tokens_than_the_page_allows(app):

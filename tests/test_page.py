@@ -19,7 +19,8 @@ from demo.lanes import Lane, meters_html  # noqa: E402
 from demo.notes import below_greedy_html  # noqa: E402
 from demo.view import View  # noqa: E402
 from test_outcome import race, result  # noqa: E402
-from test_app import PROMPT, STREAMING_JS, app, artifacts, browser, opened, set_max_tokens, visit, wait_done  # noqa: E402,F401
+from test_app import (PROMPT, STREAMING_JS, app, artifacts, browser, fixed_lengths, opened, set_max_tokens,  # noqa: E402,F401
+                      visit, wait_done)
 
 LANE_IDS = ("dspark", "dflash", "greedy")
 
@@ -282,12 +283,7 @@ def test_a_lane_draws_its_last_rounds_tree(app, browser):
     with opened(browser, "tree-failure.png") as page:
         fresh(page, app.url, 400, "Tell me a long story.")
         settings(page, True)
-        page.locator("#auto-length input[type=checkbox]").uncheck()
-        for eid, value in (("dspark-cap", 4), ("dflash-len", 4), ("tree", 8)):
-            box = page.locator(f"#{eid} input[type=number]")
-            box.fill(str(value))
-            box.press("Enter")
-            expect(page.locator(f"#{eid} input[type=range]")).to_have_value(str(value))
+        fixed_lengths(page, dspark_cap=4, dflash_len=4, tree=8)
         settings(page, False)
         page.click("#run")
         for lane in ("dspark", "dflash"):
@@ -435,3 +431,80 @@ def test_the_api_runs_what_the_page_runs(app, browser):
     out = Client(app.url, verbose=False).predict(PROMPT, 12, api_name="/race")
     assert out["settings"] == doc["settings"] and doc["settings"]["dflash_len"] == "auto"
     assert [c.strip() for c in columns if c.strip()] == out["columns"]
+
+
+# -- why a head wins (issue 31) ----------------------------------------------------------------------
+
+@pytest.mark.browser
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)])
+def test_why_a_head_wins_is_on_the_page(app, browser, size):
+    """While the race runs the per-slot chart fills for both heads and DSpark's confidence picture shows; a
+    rejected draft shows the head's guess when tapped (focus: a phone has no hover); the finished race offers
+    its Markdown summary. Screenshots on a desktop and a 390 px phone."""
+    tag = "phone" if size[0] < 500 else "desktop"
+    with opened(browser, f"why-{tag}-failure.png", size=size) as page:
+        fresh(page, app.url, 48)
+        settings(page, True)
+        fixed_lengths(page, dspark_cap=3, dflash_len=3, tree=0)  # the tiny random heads would park with auto
+        settings(page, False)
+        race_to_the_end(page)
+        for head in ("dspark", "dflash"):
+            assert page.locator(f"#why .slot-chart rect.bar.{head}").count() > 0, page.locator("#why").inner_html()
+        assert "1st draft lands" in page.locator("#why .slot-reading").first.inner_text()
+        assert page.locator("#why .conf-chart").count() == 1  # the tiny DSpark head has a confidence head
+        guess = page.locator("#text-dspark .tok-own.missed").first
+        guess.scroll_into_view_if_needed()
+        guess.click()
+        assert page.evaluate("() => document.activeElement.classList.contains('missed')")
+        assert guess.get_attribute("data-missed").startswith("drafted “")
+        shown = page.evaluate("e => getComputedStyle(e, '::after').content", guess.element_handle())
+        assert shown.startswith('"drafted'), shown  # the guess is drawn next to the token
+        page.locator("#lanes").screenshot(path=str(artifacts() / f"missed-guess-{tag}.png"))
+        page.locator("#why").screenshot(path=str(artifacts() / f"why-{tag}.png"))
+        summary = page.locator("#summary textarea")
+        assert summary.input_value().startswith("**Spec Arena race**")
+
+
+def open_file(page, path) -> None:
+    """Open a race file the way a user does: the button, then the file chooser."""
+    with page.expect_file_chooser() as chooser:
+        page.click("#open-race")
+    chooser.value.set_files(str(path))
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)])
+def test_an_opened_race_file_replays_the_same_race(app, browser, tiny_dir, tmp_path, size):
+    """A race saved elsewhere (spec.race_file) opened on the page: replayed at the chosen speed, then the same
+    table and texts as the file, with where and when it was raced; a foreign file gets one clear error."""
+    import json
+
+    from spec.dflash import load_dflash
+    from spec.dspark import load_dspark
+    from spec.race import RaceSettings, run_race
+    from spec.race_file import race_record
+    from spec.target import load_target
+
+    t = load_target(str(tiny_dir / "qwen3"))
+    heads = {"dspark": load_dspark(str(tiny_dir / "dspark-qwen3"), t),
+             "dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), t)}
+    events = list(run_race(t, heads, "A race from elsewhere.", RaceSettings(max_new_tokens=20)))
+    path = tmp_path / "shared-race.json"
+    path.write_text(json.dumps(race_record(events, "A race from elsewhere.", {"target": "tiny"})))
+    tag = "phone" if size[0] < 500 else "desktop"
+    with opened(browser, f"open-race-{tag}-failure.png", size=size) as page:
+        visit(page, app.url)
+        page.get_by_label("2x").check()
+        open_file(page, path)
+        page.wait_for_selector("#status .status.finished", timeout=60_000)
+        status = page.locator("#status").inner_text()
+        assert "(replayed)" in status and "Opened shared-race.json" in status, status
+        assert events[-1].outcome.headline() in status
+        for name, res in events[-1].results.items():
+            assert page.locator(f"#text-{name} .lane-text").inner_text().strip() == res.text.strip()
+        page.screenshot(path=str(artifacts() / f"opened-race-{tag}.png"), full_page=True)
+        bad = tmp_path / "foreign.json"
+        bad.write_text('{"hello": 1}')
+        open_file(page, bad)
+        page.wait_for_selector("#errors .error-box", timeout=30_000)
+        assert "not a race file" in page.locator("#errors").inner_text()

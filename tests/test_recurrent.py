@@ -20,7 +20,6 @@ from spec.calibrate import costs_for
 from spec.engine import Engine
 from spec.errors import SpecError
 from spec.target import load_target
-from spec.tree import DraftTree
 from spec.verify import Sampling
 
 # LFM2's short-convolution layers (no recurrence: a conv state only). No LFM2 hub config is quoted in what we
@@ -135,10 +134,6 @@ def test_real_heads_are_lossless_at_every_cap_and_auto(pair):
                 assert eng.generate(prompt, 24).token_ids == want, (head.kind, cap)
 
 
-# rows: 0 anchor; 1, 2 under it; 3 under 1; 4 under 2; 5 under 3 (leaves at depths 2 and 3)
-HAND = DraftTree([11, 12, 13, 14, 15], [0, 0, 1, 2, 3])
-
-
 @pytest.mark.parametrize("row", range(6))
 def test_a_tree_forward_through_recurrent_layers_is_each_path_fed_alone(pair, row):
     """Recurrent layers run a tree path by path (spec.branches), sliding windows see each row's own window:
@@ -146,17 +141,7 @@ def test_a_tree_forward_through_recurrent_layers_is_each_path_fed_alone(pair, ro
     (the next tokens agree). The prompt is longer than gpt-oss's shrunk window (8)."""
     t = pair[0]
     assert t.check_trees() == ""
-    prompt, toks = list(range(30, 50)), [60] + HAND.token_list()
-    cache = t.make_cache()
-    t(mx.array([prompt]), cache)
-    logits, _ = t(mx.array([toks]), cache, tree=HAND)
-    path = HAND.path_to(row)
-    fed = t.make_cache()
-    ref, _ = t(mx.array([prompt + [toks[r] for r in path]]), fed)
-    assert mx.allclose(logits[0, row], ref[0, -1], atol=1e-4)
-    t.keep(cache, path, len(toks))
-    after = [t(mx.array([[50, 51]]), c)[0] for c in (cache, fed)]
-    assert mx.allclose(*after, atol=1e-4)
+    tiny.assert_tree_row_is_its_path(t, list(range(30, 50)), tiny.hand_tree(), row)
 
 
 def test_trees_on_every_family_here_are_lossless(pair):

@@ -438,3 +438,26 @@ def assert_rollback_exact(t, k: int, prompt_len: int = 30) -> None:
         assert [getattr(c, "offset", None) for c in verified] == [getattr(c, "offset", None) for c in stepped]
         after = [t(mx.array([[7, 8]]), c)[0] for c in (verified, stepped)]
         assert mx.allclose(*after, atol=1e-4), (n, k)
+
+
+# rows: 0 anchor; 1, 2 under it; 3 under 1; 4 under 2; 5 under 3 (leaves at depths 2 and 3)
+def hand_tree():
+    from spec.tree import DraftTree
+
+    return DraftTree([11, 12, 13, 14, 15], [0, 0, 1, 2, 3])
+
+
+def assert_tree_row_is_its_path(t, prompt: list[int], tree, row: int) -> None:
+    """Row `row` of a tree forward after `prompt` has the logits of its path fed alone, and keeping that path
+    leaves the cache as feeding it would (the next two tokens agree)."""
+    toks = [60] + tree.token_list()
+    cache = t.make_cache()
+    t(mx.array([prompt]), cache)
+    logits, _ = t(mx.array([toks]), cache, tree=tree)
+    path = tree.path_to(row)
+    fed = t.make_cache()
+    ref, _ = t(mx.array([prompt + [toks[r] for r in path]]), fed)
+    assert mx.allclose(logits[0, row], ref[0, -1], atol=1e-4), row
+    t.keep(cache, path, len(toks))
+    after = [t(mx.array([[50, 51]]), c)[0] for c in (cache, fed)]
+    assert mx.allclose(*after, atol=1e-4), row

@@ -1,0 +1,19 @@
+"""Who wins where, before any race (spec.story): the shipped head-to-head as one line per domain, labelled
+with the machine and date it was measured on. Only drawn here."""
+
+from __future__ import annotations
+
+from demo.lanes import esc
+
+
+def story_html(story: object | None) -> str:
+    if story is None or not story.lines:
+        return ""
+    heads = [h for h in ("DSpark", "DFlash") if any(h in r for r in story.rows)]
+    cells = "".join(f"<tr><td>{esc(r['domain'])}</td>" + "".join(f"<td>{esc(r.get(h, '–'))}</td>" for h in heads)
+                    + "</tr>" for r in story.rows)
+    table = (f'<table><tr><th>domain</th>{"".join(f"<th>{h} auto: accept / speedup</th>" for h in heads)}</tr>'
+             f"{cells}</table>")
+    lines = "".join(f"<li>{esc(x)}</li>" for x in story.lines)
+    return (f'<details class="story" open><summary>Who wins where: {esc(story.source)}</summary>'
+            f"{table}<ul>{lines}</ul></details>")

@@ -1,0 +1,79 @@
+"""Who wins where, in ten seconds: per domain, each head as the race runs it by default (`auto`) against
+greedy, from a measured head-to-head table (`python -m spec bench`), in one plain line per domain. Two
+results within the measured noise (twice the trial-to-trial spread of that domain, as the race's tie
+floor is) are called a tie; the line says why where the table can: which head lands more drafts per
+round, and whether that paid. The page shows it before any race, labelled with the machine and date.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "assets" / "bench" / "quiet"  # the README's table: the shipped measurement
+HEADS = {"DSpark": ("DSpark auto", "DSpark"), "DFlash": ("DFlash auto", "DFlash")}  # bench rows, sweep rows
+GREEDY = ("greedy (ours)", "greedy")
+
+
+@dataclass
+class Story:
+    source: str  # where the numbers come from, in words: machine, date, folder
+    rows: list[dict] = field(default_factory=list)  # per domain: {domain, DSpark, DFlash} "accept / ×speedup"
+    lines: list[str] = field(default_factory=list)  # per domain: who wins and why, in words
+
+
+def story_of(table: Any, spreads: dict[str, float], source: str) -> Story:
+    """The story of a method x domain table (columns method, domain, accept, speedup); spreads: per
+    domain the trial-to-trial spread of a run's speed (a fraction)."""
+    out = Story(source)
+    for domain in dict.fromkeys(table["domain"]):
+        rows = table[table["domain"] == domain].set_index("method")
+        got = {h: rows.loc[next(n for n in names if n in rows.index)] for h, names in HEADS.items()
+               if any(n in rows.index for n in names)}
+        if not got:
+            continue
+        band = 2 * spreads.get(domain, 0.025)
+        out.rows.append({"domain": domain, **{h: f"{r['accept']:.2f} / ×{r['speedup']:.2f}" for h, r in got.items()}})
+        out.lines.append(line(domain, {h: (float(r["speedup"]), float(r["accept"])) for h, r in got.items()}, band))
+    return out
+
+
+def line(domain: str, heads: dict[str, tuple[float, float]], band: float) -> str:
+    """One domain in words: heads -> (speedup, accept)."""
+    shown = ", ".join(f"{h} ×{x:.2f}" for h, (x, _) in heads.items())
+    best = max(heads, key=lambda h: heads[h][0])
+    if heads[best][0] < 1 + band:
+        return (f"{domain}: neither head beats greedy beyond the noise ({shown}): too few drafts land to pay "
+                "for verifying them.")
+    if len(heads) == 1:
+        return f"{domain}: {best} ×{heads[best][0]:.2f} over greedy (accept {heads[best][1]:.2f})."
+    other = next(h for h in heads if h != best)
+    (x, acc), (y, acc_o) = heads[best], heads[other]
+    landed = (f"{best} lands more per round (accept {acc:.2f} vs {acc_o:.2f})" if acc >= acc_o else
+              f"{best} lands less per round (accept {acc:.2f} vs {acc_o:.2f}) but its rounds cost less")
+    if (x - y) / x <= band:
+        return f"{domain}: a tie between the heads ({shown}, within the {100 * band:.0f}% noise); {landed}."
+    return f"{domain}: {best} wins ({shown}): {landed}."
+
+
+def shipped_story(folder: Path = SHIPPED) -> Story | None:
+    """The story of a bench folder (table.json, runs.csv, table.md's header): None when it is missing."""
+    import pandas as pd
+
+    try:
+        table = pd.DataFrame(json.loads((folder / "table.json").read_text()))
+        runs = pd.read_csv(folder / "runs.csv")
+        header = (folder / "table.md").read_text().splitlines()
+    except (OSError, ValueError):
+        return None
+    spreads = runs.groupby("domain")["spread"].median().to_dict() if "spread" in runs else {}
+    machine = header[1].split(";")[0] if len(header) > 1 else "an unrecorded machine"
+    machine = re.sub(r", load average [0-9.]+ at start", "", machine)
+    date = header[1].rsplit(";", 1)[-1].strip() if len(header) > 1 else ""
+    preset = header[0].lstrip("# ").split(":")[0] if header else "?"
+    where = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
+    return story_of(table, spreads, f"measured on {machine}, {date} ({preset} preset, held-out prompts; {where})")

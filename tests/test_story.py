@@ -1,0 +1,49 @@
+"""Who wins where, in ten seconds (spec.story): one line per domain from a measured table, ties within the
+noise called ties, the reason from the accept lengths; the shipped table is labelled with machine and date."""
+
+import json
+
+import pandas as pd
+
+from demo.story_panel import story_html
+from spec.story import SHIPPED, shipped_story, story_of
+
+
+def table(rows):
+    return pd.DataFrame([{"method": m, "domain": d, "accept": a, "speedup": x} for m, d, a, x in rows])
+
+
+def test_each_domain_in_one_line_with_ties_within_the_noise():
+    t = table([("greedy (ours)", "chat", 1.0, 1.0), ("DSpark auto", "chat", 1.2, 0.98),
+               ("DFlash auto", "chat", 1.1, 1.01),
+               ("DSpark auto", "code", 1.7, 1.21), ("DFlash auto", "code", 1.5, 1.18),
+               ("DSpark auto", "math", 2.6, 1.47), ("DFlash auto", "math", 2.2, 1.24),
+               ("DSpark auto", "prose", 1.5, 1.10), ("DFlash auto", "prose", 1.9, 1.40)])
+    s = story_of(t, {"chat": 0.03, "code": 0.025, "math": 0.05, "prose": 0.02}, "measured somewhere")
+    chat, code, math, prose = s.lines
+    assert chat.startswith("chat: neither head beats greedy beyond the noise (DSpark ×0.98, DFlash ×1.01)")
+    assert code.startswith("code: a tie between the heads") and "within the 5% noise" in code
+    assert math == ("math: DSpark wins (DSpark ×1.47, DFlash ×1.24): DSpark lands more per round "
+                    "(accept 2.60 vs 2.20).")
+    assert prose.startswith("prose: DFlash wins") and "lands more per round (accept 1.90 vs 1.50)" in prose
+    late = story_of(table([("DSpark auto", "x", 1.4, 1.50), ("DFlash auto", "x", 1.9, 1.20)]), {"x": 0.02}, "")
+    assert "DSpark lands less per round (accept 1.40 vs 1.90) but its rounds cost less" in late.lines[0]
+    assert s.rows[2] == {"domain": "math", "DSpark": "2.60 / ×1.47", "DFlash": "2.20 / ×1.24"}
+    html = story_html(s)
+    assert "Who wins where: measured somewhere" in html and html.count("<li>") == 4
+
+
+def test_a_bench_folder_tells_its_story_with_machine_and_date(tmp_path):
+    t = table([("greedy (ours)", "math", 1.0, 1.0), ("DSpark auto", "math", 2.6, 1.47),
+               ("DFlash auto", "math", 2.2, 1.2)])
+    (tmp_path / "table.json").write_text(t.to_json(orient="records"))
+    pd.DataFrame([{"domain": "math", "method": "DSpark auto", "spread": 0.04}]).to_csv(tmp_path / "runs.csv")
+    (tmp_path / "table.md").write_text("# pocket: 3 prompts\nLinux x86_64, 2 cores (Xeon), mlx 0.32.4, load average "
+                                       "1.02 at start; BLAS OpenBLAS; 2026-12-06\n")
+    s = shipped_story(tmp_path)
+    assert s.source.startswith("measured on Linux x86_64, 2 cores (Xeon), mlx 0.32.4, 2026-12-06 (pocket preset")
+    assert s.lines[0].startswith("math: DSpark wins")
+    assert shipped_story(tmp_path / "missing") is None
+    shipped = shipped_story(SHIPPED)  # the README's table, shipped with the project
+    assert shipped is not None and len(shipped.lines) == 3, SHIPPED
+    assert json.loads((SHIPPED / "table.json").read_text())
