@@ -34,9 +34,8 @@ class ConfidenceCheck:
         self.rounds: list[tuple[tuple[float, ...], int, int]] = []
 
     def add(self, estimates: Sequence[float], verified: int, landed: int) -> None:
-        """A round with fewer estimates than slots verified is not the head's own draft (seen once in a
-        pocket race under auto, cause not yet found): it is left out rather than misread."""
-        if estimates and verified and len(estimates) >= verified:
+        """One chain round (a round without estimates, a plain step or a tree, adds nothing)."""
+        if estimates and verified:
             self.rounds.append((tuple(estimates), verified, landed))
 
     def copy(self) -> "ConfidenceCheck":

@@ -117,8 +117,8 @@ class Generation:
             else:
                 tree = DraftTree.chain(*head.propose(self.draft_cache, new_taps, self.ids[-1], k, eng.sampling, key,
                                                      eng.confidence_threshold))
-            held = getattr(eng.drafter, "estimates", None)  # DSpark's confidence of every slot it drafted
-            self.estimates = held.value if held is not None else None
+                held = getattr(head, "estimates", None)  # DSpark's confidence of every slot this chain drafted
+                self.estimates = held.value if held is not None else None  # (a tree's rounds have none)
         if eng.profile:
             mx.eval(tree.tokens, *([tree.q] if tree.q is not None else []), *[c.state for c in self.draft_cache])
             self.draft_seconds += time.perf_counter() - tic

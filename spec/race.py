@@ -73,8 +73,7 @@ class Meter:
         self.accept_lengths.append(len(r.tokens))
         self.drafted.append(r.drafted)
         self.slots.add(r.levels)
-        if all(p == i for i, p in enumerate(r.parents)):  # a chain: its slots are the estimates' slots
-            self.confidence.add(r.estimates, r.drafted, r.accepted)
+        self.confidence.add(r.estimates, r.drafted, r.accepted)  # chain rounds carry estimates
         if r.drafted:
             self.last = r
 

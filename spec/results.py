@@ -63,9 +63,8 @@ class GenResult:
         from .confidence import ConfidenceCheck
 
         check = ConfidenceCheck()
-        for est, k, n, tree in zip(self.estimates, self.drafted, self.accept_lengths, self.trees):
-            if not tree:
-                check.add(est, k, n - 1)
+        for est, k, n in zip(self.estimates, self.drafted, self.accept_lengths):
+            check.add(est, k, n - 1)  # only chain rounds carry estimates
         return check.record(used) if check.rounds else None
 
     @property

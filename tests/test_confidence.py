@@ -1,6 +1,7 @@
 """DSpark's confidence head checked against what landed (spec.confidence): bins and the slider's what-if from
 hand-built rounds, and from a real engine, whose recorded estimates reproduce the cut it made."""
 
+import mlx.core as mx
 import pytest
 
 from spec.confidence import ConfidenceCheck, first_below
@@ -9,6 +10,7 @@ from spec.dspark import load_dspark
 from spec.engine import Engine
 from spec.race import RaceSettings, run_race
 from spec.target import load_target
+from spec.verify import Sampling
 
 
 def test_bins_count_the_slots_each_round_reached():
@@ -59,6 +61,19 @@ def test_an_engine_records_every_drafted_slots_estimate_and_cuts_by_them(heads, 
     assert conf["used"] == threshold
     assert sum(b["slots"] for b in conf["bins"]) == sum(min(n, k) for n, k in zip(res.accept_lengths, res.drafted)
                                                        if k)
+
+
+def test_tree_rounds_carry_no_estimates_even_after_a_chain_left_some(heads):
+    """The head keeps its last chain's estimates; a tree round (its drafts another shape) must not take them
+    (a pocket race once read a probe's shorter estimates into a chain-shaped tree round)."""
+    t, dspark, _ = heads
+    cache = dspark.make_cache()
+    _, taps = t(mx.array([[5, 6, 7]]), t.make_cache(), dspark.config.target_layer_ids)
+    dspark.propose(cache, taps, 7, 2, Sampling(), None)  # leaves estimates of 2 slots on the head
+    assert dspark.estimates.value is not None
+    res = Engine(t, dspark, max_draft=3, tree=3).generate([12, 40, 33, 81, 9], 16)
+    assert any(k for k in res.drafted) and all(est == () for est in res.estimates)
+    assert res.confidence() is None
 
 
 def test_the_race_reports_dsparks_confidence_and_not_dflashs(heads):
