@@ -8,6 +8,7 @@ components a handler reads (the prompt, the knobs, the sweep's inputs) are hande
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -89,10 +90,11 @@ class Handlers:
                 view.feed(ev)
                 view.stopping = arena.stopping
                 if ev.kind == "finish":
-                    header = {k: v for k, v in race_record(recorded, prompt_text, stage.names()).items()
-                              if k != "events"}
+                    when = datetime.now(timezone.utc)
+                    record = race_record(recorded, prompt_text, stage.names(), when)
+                    header = {k: v for k, v in record.items() if k != "events"}
                     stage.record(sid, recorded, header)
-                    view.files = save_results(view, recorded, prompt_text, stage.names())
+                    view.files = save_results(view, record, when)
                     view.summary = race_markdown(ev, header)
                 now = time.monotonic()
                 if ev.kind != "round" or now - last >= STREAM_EVERY:

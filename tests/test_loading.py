@@ -171,6 +171,7 @@ def test_the_json_download_has_rounds_time_versions_and_no_paths(tiny_dir):
     from datetime import datetime, timezone
 
     from demo.export import save_results
+    from spec.race_file import race_record
     from demo.knobs import settings_of
     from demo.stage import Choice, Stage
     from demo.view import View
@@ -187,8 +188,8 @@ def test_the_json_download_has_rounds_time_versions_and_no_paths(tiny_dir):
     finally:
         stage.arena.close()
     when = datetime(2026, 12, 4, 8, 0, 0, 123000, tzinfo=timezone.utc)
-    first = save_results(view, events, PROMPT, stage.names(), when)
-    second = save_results(view, events, PROMPT, stage.names())
+    first = save_results(view, race_record(events, PROMPT, stage.names(), when), when)
+    second = save_results(view, race_record(events, PROMPT, stage.names()))
     assert {Path(f).name for f in first} == {"spec-arena-20261204-080000-123.csv", "spec-arena-20261204-080000-123.json"}
     assert not {Path(f).name for f in first} & {Path(f).name for f in second}  # unique per race
     text = Path(first[1]).read_text()
