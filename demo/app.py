@@ -109,7 +109,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                                 for text in examples(domain):
                                     pick = gr.Button(text, size="sm", elem_classes=["example"])
                                     pick.click(lambda v: v, pick, prompt, queue=False, **private)
-                gr.HTML(story_html(shipped_story()), elem_id="story")  # who wins where, as measured
+                story = gr.HTML(story_html(shipped_story()), elem_id="story")  # who wins where, as measured
                 status = gr.HTML(WAITING if waiting else READY, elem_id="status")
                 gr.HTML(LEGEND)
                 lane_out: list[gr.HTML] = []
@@ -162,6 +162,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                     h.sweep_page, {*sweep_inputs, *knobs}, sweep_out, concurrency_id="arena",
                     concurrency_limit=1, show_progress="minimal", **private)
                 sweeping.then(lambda: busy(False), None, sweep_buttons, queue=False, **private)
+                sweeping.then(h.story, None, story, queue=False, **private)  # a finished sweep is the story now
                 sweep_stop.click(h.stop, None, None, queue=False, **private)  # the sweep ends itself and says so
         gr.HTML(FOOT)
         h.bind(prompt, auto_length, controls, sweep_inputs, plot_x)
@@ -175,12 +176,13 @@ def build_demo(stage: Stage) -> gr.Blocks:
         preset.input(h.on_preset, preset, [custom_box, note], queue=False, **private).then(
             lambda p, *a: h.ask_or_load(p, *a) if p != "custom" else (gr.skip(),) * len(load_out), load_in, load_out,
             **load_args)
-        load_btn.click(h.ask_or_load, load_in, load_out, **load_args)
-        confirm_btn.click(h.load, load_in, load_out, **load_args)
+        load_btn.click(h.ask_or_load, load_in, load_out, **load_args).then(h.story, None, story, queue=False, **private)
+        confirm_btn.click(h.load, load_in, load_out, **load_args).then(h.story, None, story, queue=False, **private)
         cancel_btn.click(h.cancel_load, None, load_out, queue=False, **private)
         # The page as built shows the server's first moments; each visit and tick brings it up to date.
         now = [preparing, header, errors, status, run_btn, *lengths, *lane_out, ticks]
         demo.load(h.prepared, None, now, queue=False, **private)
+        demo.load(h.story, None, story, queue=False, **private)
         ticks.tick(h.prepared, None, now, queue=False, **private)
         register(demo, stage)
     return demo

@@ -22,11 +22,12 @@ from demo.knobs import page_values, settings_of
 from demo.lanes import LANES, esc
 from demo.stage import Choice, Stage, describe, preparation_html, preset_note
 from demo.status import error_html
+from demo.story_panel import story_html
 from demo.sweep_tab import busy, run_sweep
 from demo.view import View, idle_lanes
 from spec.errors import SpecError
 from spec.race_file import race_record
-from spec.report import race_markdown
+from spec.report import race_markdown, settings_words
 
 STREAM_EVERY = 0.12  # seconds between page updates while racing (every round would flood the socket)
 PREPARING = "still preparing the model: Run starts as soon as it is ready (the steps show above)"
@@ -134,7 +135,9 @@ class Handlers:
         versions = ", ".join(f"{k} {v}" for k, v in (header.get("versions") or {}).items())
         header["source"] = (f"Opened {Path(str(path)).name}: raced {header.get('timestamp', '?')} on "
                             f"{header.get('machine', 'an unknown machine')} ({versions}); prompt: "
-                            f"“{' '.join(str(header.get('prompt', '')).split())[:160]}”")
+                            f"“{' '.join(str(header.get('prompt', '')).split())[:160]}”. Models: "
+                            + (", ".join(f"{k} {v}" for k, v in (header.get("models") or {}).items()) or "not recorded")
+                            + f". Settings: {settings_words(header.get('settings') or {})}.")
         self.stage.record(request.session_hash if request else None, events, header)
         yield from self.replayed(events, speed, header, plot_x)
 
@@ -222,6 +225,12 @@ class Handlers:
     @staticmethod
     def on_preset(preset: str) -> tuple:
         return gr.Group(visible=preset == "custom"), preset_note(preset)
+
+    def story(self) -> str:
+        """Who wins where for the models loaded: their last sweep here, else the shipped table."""
+        from spec.story import story_for
+
+        return story_html(story_for(self.stage.names()))
 
     # -- a first start -----------------------------------------------------------------------------
 

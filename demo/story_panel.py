@@ -1,5 +1,5 @@
-"""Who wins where, before any race (spec.story): the shipped head-to-head as one line per domain, labelled
-with the machine and date it was measured on. Only drawn here."""
+"""Who wins where, before any race (spec.story): the last sweep run here, or the shipped head-to-head, as one
+line per domain, labelled with the machine and date it was measured on. Only drawn here."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ def story_html(story: object | None) -> str:
     heads = [h for h in ("DSpark", "DFlash") if any(h in r for r in story.rows)]
     cells = "".join(f"<tr><td>{esc(r['domain'])}</td>" + "".join(f"<td>{esc(r.get(h, '–'))}</td>" for h in heads)
                     + "</tr>" for r in story.rows)
-    table = (f'<table><tr><th>domain</th>{"".join(f"<th>{h} auto: accept / speedup</th>" for h in heads)}</tr>'
-             f"{cells}</table>")
+    th = "".join(f"<th>{h} {esc(story.label)}: accept / speedup</th>" for h in heads)
+    table = f"<table><tr><th>domain</th>{th}</tr>{cells}</table>"
     lines = "".join(f"<li>{esc(x)}</li>" for x in story.lines)
     return (f'<details class="story" open><summary>Who wins where: {esc(story.source)}</summary>'
             f"{table}<ul>{lines}</ul></details>")

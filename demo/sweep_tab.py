@@ -200,13 +200,15 @@ def bars_figure(table: pd.DataFrame) -> Any:
 
 def save_sweep(upd: Any, prompts: list[dict], settings: Any, models: dict[str, str], when: datetime) -> list[str]:
     """CSV (the grid) + JSON (everything), named spec-arena-sweep-<UTC time>."""
+    from spec.story import remember_sweep
     from spec.sweep import grid
 
     out = Path(tempfile.mkdtemp(prefix="spec-arena-sweep-"))
     stem = f"spec-arena-sweep-{when.strftime('%Y%m%d-%H%M%S')}"
     grid(upd.table).to_csv(out / f"{stem}.csv", index=False)
-    (out / f"{stem}.json").write_text(json.dumps(sweep_doc(upd, prompts, settings, models, when), indent=2,
-                                                 ensure_ascii=False))
+    doc = sweep_doc(upd, prompts, settings, models, when)
+    (out / f"{stem}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False))
+    remember_sweep(doc)  # the story panel's "who wins where" on this machine, from now on
     return [str(out / f"{stem}.csv"), str(out / f"{stem}.json")]
 
 

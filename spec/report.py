@@ -54,9 +54,8 @@ def race_markdown(final: Any, header: dict) -> str:
     lines += [f"- {out.label(n)}: {v}" for n, v in final.verdicts.items()]
     lines += [f"- {out.label(n)} per draft slot (landed / reached): {shares_text(rows)}"
               for n, rows in out.positions.items() if rows]
-    settings = header.get("settings") or {}
     lines += ["", "Speedup: end to end, tokens per engine second (prefill included); ties within "
-              f"{100 * out.band:.0f}%. Settings: " + ", ".join(f"{k} {v}" for k, v in settings.items()) + "."]
+              f"{100 * out.band:.0f}%. Settings: {settings_words(header.get('settings') or {})}."]
     models = header.get("models") or {}
     if models:
         lines.append("Models: " + ", ".join(f"{k} {v}" for k, v in models.items()) + ".")
@@ -64,6 +63,30 @@ def race_markdown(final: Any, header: dict) -> str:
     lines.append(f"{header.get('machine', '')}; " + ", ".join(f"{k} {v}" for k, v in versions.items())
                  + f"; {header.get('timestamp', '')}.")
     return "\n".join(lines) + "\n"
+
+
+def settings_words(settings: dict) -> str:
+    """A race's settings (spec.race.RaceSettings as a dict) in a few words, as the page and Markdown say them."""
+    if not settings:
+        return "not recorded"
+    s = dict(settings)
+    t = s.get("temperature", 0.0)
+    words = [f"{s.get('max_new_tokens', '?')} new tokens",
+             "T = 0 (greedy)" if not t else f"T = {t}, top-p {s.get('top_p', 1.0)}, top-k {s.get('top_k', 0)}, "
+                                            f"seed {s.get('seed', 0)}"]
+    tree = s.get("tree")
+    trees = {None: "", 0: ", chains only"}.get(tree, f", trees of at most {tree} drafts")
+    cap = s.get("dspark_cap", "auto")
+    words.append(f"DSpark draft length {'the whole block' if cap == 0 else cap}{trees}"
+                 + ("" if s.get("dspark_markov", True) else ", without its Markov head")
+                 + (f", confidence cut {s['dspark_threshold']}" if s.get("dspark_threshold") else ""))
+    length = s.get("dflash_len", "auto")
+    words.append(f"DFlash draft length {'the whole block' if length == 0 else length}{trees}")
+    if not s.get("baseline", True):
+        words.append("no greedy lane")
+    if s.get("thinking"):
+        words.append("thinking on")
+    return ", ".join(words)
 
 
 def rnd(x: float | None, digits: int) -> float | None:

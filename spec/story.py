@@ -1,5 +1,6 @@
 """Who wins where, in ten seconds: per domain, each head as the race runs it by default (`auto`) against
-greedy, from a measured head-to-head table (`python -m spec bench`), in one plain line per domain. Two
+greedy, in one plain line per domain: from the last domain sweep finished on this machine with the
+same models (`remember_sweep`), else from the shipped head-to-head table (`python -m spec bench`). Two
 results within the measured noise (twice the trial-to-trial spread of that domain, as the race's tie
 floor is) are called a tie; the line says why where the table can: which head lands more drafts per
 round, and whether that paid. The page shows it before any race, labelled with the machine and date.
@@ -7,6 +8,7 @@ round, and whether that paid. The page shows it before any race, labelled with t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -22,14 +24,15 @@ GREEDY = ("greedy (ours)", "greedy")
 @dataclass
 class Story:
     source: str  # where the numbers come from, in words: machine, date, folder
+    label: str = "auto"  # how the heads ran: "auto" (the shipped table's rows) or the sweep's draft lengths
     rows: list[dict] = field(default_factory=list)  # per domain: {domain, DSpark, DFlash} "accept / ×speedup"
     lines: list[str] = field(default_factory=list)  # per domain: who wins and why, in words
 
 
-def story_of(table: Any, spreads: dict[str, float], source: str) -> Story:
+def story_of(table: Any, spreads: dict[str, float], source: str, label: str = "auto") -> Story:
     """The story of a method x domain table (columns method, domain, accept, speedup); spreads: per
     domain the trial-to-trial spread of a run's speed (a fraction)."""
-    out = Story(source)
+    out = Story(source, label)
     for domain in dict.fromkeys(table["domain"]):
         rows = table[table["domain"] == domain].set_index("method")
         got = {h: rows.loc[next(n for n in names if n in rows.index)] for h, names in HEADS.items()
@@ -60,20 +63,77 @@ def line(domain: str, heads: dict[str, tuple[float, float]], band: float) -> str
     return f"{domain}: {best} wins ({shown}): {landed}."
 
 
+def shipped_spreads(folder: Path = SHIPPED) -> dict[str, float]:
+    """Per domain, the median trial-to-trial spread of a bench folder's runs ({} when unknown)."""
+    import pandas as pd
+
+    try:
+        runs = pd.read_csv(folder / "runs.csv")
+    except (OSError, ValueError):
+        return {}
+    return runs.groupby("domain")["spread"].median().to_dict() if "spread" in runs else {}
+
+
 def shipped_story(folder: Path = SHIPPED) -> Story | None:
     """The story of a bench folder (table.json, runs.csv, table.md's header): None when it is missing."""
     import pandas as pd
 
     try:
         table = pd.DataFrame(json.loads((folder / "table.json").read_text()))
-        runs = pd.read_csv(folder / "runs.csv")
         header = (folder / "table.md").read_text().splitlines()
     except (OSError, ValueError):
         return None
-    spreads = runs.groupby("domain")["spread"].median().to_dict() if "spread" in runs else {}
+    spreads = shipped_spreads(folder)
     machine = header[1].split(";")[0] if len(header) > 1 else "an unrecorded machine"
     machine = re.sub(r", load average [0-9.]+ at start", "", machine)
     date = header[1].rsplit(";", 1)[-1].strip() if len(header) > 1 else ""
     preset = header[0].lstrip("# ").split(":")[0] if header else "?"
     where = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
     return story_of(table, spreads, f"measured on {machine}, {date} ({preset} preset, held-out prompts; {where})")
+
+
+def sweep_file(models: dict[str, str]) -> Path:
+    """Where the last finished sweep of these models is kept: sweeps/ in the model cache, one file per
+    target and heads (a sweep of other models tells nothing about these)."""
+    from .pocket import cache_root
+
+    key = hashlib.sha256(json.dumps(models, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_root() / "sweeps" / f"last-{key}.json"
+
+
+def remember_sweep(doc: dict) -> None:
+    """Keep a finished sweep (the app's JSON download: table, settings, models, timestamp) as the story
+    of its models on this machine. A stopped sweep, or one that raced no head, is not kept."""
+    if doc.get("stopped") or not any(r.get("method") in ("DSpark", "DFlash") for r in doc.get("table", [])):
+        return
+    path = sweep_file(doc.get("models", {}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({**doc, "rows": []}, ensure_ascii=False))
+    tmp.replace(path)
+
+
+def sweep_story(models: dict[str, str]) -> Story | None:
+    """The story of the last sweep finished here with these models (None: none yet, or unreadable). A
+    sweep races each prompt once, so its noise band is the shipped run's spread of trials."""
+    import pandas as pd
+
+    try:
+        doc = json.loads(sweep_file(models).read_text())
+        table = pd.DataFrame(doc["table"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    s = doc.get("settings") or {}
+    lengths = {s.get("dspark_cap"), s.get("dflash_len")}
+    label = "auto" if lengths == {"auto"} else "as raced"
+    n = len(doc.get("prompts", []))
+    when = str(doc.get("timestamp", ""))[:16].replace("T", " ")
+    source = (f"your last domain sweep on this machine, {when} UTC ({n} prompts, {s.get('max_new_tokens', '?')} "
+              f"new tokens each, T = {s.get('temperature', '?')}; draft lengths {s.get('dspark_cap', '?')} / "
+              f"{s.get('dflash_len', '?')})")
+    return story_of(table, shipped_spreads(), source, label)
+
+
+def story_for(models: dict[str, str]) -> Story | None:
+    """What the page shows before a race: the last sweep of these models here, else the shipped table."""
+    return sweep_story(models) or shipped_story()

@@ -471,10 +471,20 @@ def test_browser_domain_sweep_fills_every_domain(app, browser):
         for box, value in (("#sweep-per-domain", 1), ("#sweep-max-new", 16)):
             page.locator(f"{box} input[type=number]").fill(str(value))
             page.locator(f"{box} input[type=number]").press("Enter")
+        page.evaluate("""() => { window.sweepSaid = []; const s = document.querySelector('#sweep-status');
+            new MutationObserver(() => window.sweepSaid.push(s.innerText)).observe(s, {subtree: true,
+            childList: true, characterData: true}); }""")  # every status the tab shows, however quick
         page.click("#sweep-run")
-        page.wait_for_function("() => /Raced [12] of 3/.test(document.querySelector('#sweep-status').innerText)",
-                               timeout=60_000, polling="raf")  # progress after each race (they can be quick)
+        try:
+            page.wait_for_function("() => /(Raced [12]|Finished)/.test(document.querySelector('#sweep-status')"
+                                   ".innerText)", timeout=60_000, polling="raf")
+        except Exception as e:  # say what the tab said instead
+            page.screenshot(path=str(artifacts() / "app-tiny-sweep-failure.png"), full_page=True)
+            raise AssertionError(f"sweep status: {page.locator('#sweep-status').inner_text()!r}") from e
         expect(page.locator("#sweep-status")).to_contain_text("Finished", timeout=120_000)
+        said = page.evaluate("() => window.sweepSaid")
+        assert any(re.search(r"Rac(ing|ed) [12] of 3", x) for x in said), said  # progress before the end
+        expect(page.locator("#story")).to_contain_text("your last domain sweep on this machine")  # the story now
         table = page.locator("#sweep-table").inner_text()
         for word in ("chat", "code", "math", "DSpark", "DFlash", "greedy"):
             assert word in table

@@ -499,6 +499,7 @@ def test_an_opened_race_file_replays_the_same_race(app, browser, tiny_dir, tmp_p
         page.wait_for_selector("#status .status.finished", timeout=60_000)
         status = page.locator("#status").inner_text()
         assert "(replayed)" in status and "Opened shared-race.json" in status, status
+        assert "Models: target tiny. Settings: 20 new tokens, T = 0 (greedy), DSpark draft length auto" in status
         assert events[-1].outcome.headline() in status
         for name, res in events[-1].results.items():
             assert page.locator(f"#text-{name} .lane-text").inner_text().strip() == res.text.strip()

@@ -3,6 +3,7 @@ texts, verdicts, meters round by round, per-slot counts, confidence, replay timi
 get one clear error; the CLI opens it and prints a Markdown summary."""
 
 import json
+from dataclasses import asdict
 import subprocess
 import sys
 
@@ -72,7 +73,7 @@ def test_the_markdown_summary_holds_the_table_verdicts_and_settings(raced):
     md = race_markdown(events[-1], header)
     assert md.startswith("**Spec Arena race**: " + events[-1].outcome.headline())
     assert "| place | engine | speedup |" in md and "identical to greedy" in md
-    assert "per draft slot" in md and "dspark_threshold 0.2" in md and "Models: target tiny." in md
+    assert "per draft slot" in md and "confidence cut 0.2" in md and "Models: target tiny." in md
 
 
 def test_the_cli_opens_a_saved_race_without_a_model(raced, tmp_path):
@@ -88,3 +89,13 @@ def test_the_cli_opens_a_saved_race_without_a_model(raced, tmp_path):
     run = subprocess.run([sys.executable, "-m", "spec", "race", "--load", str(bad)], capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 2 and run.stderr.strip().startswith("error: not a race file")
+
+
+def test_settings_in_words():
+    from spec.report import settings_words
+
+    words = settings_words(asdict(RaceSettings(max_new_tokens=64, temperature=0.7, dspark_cap=0, dspark_markov=False,
+                                               dflash_len=4, tree=0, baseline=False)))
+    assert words == ("64 new tokens, T = 0.7, top-p 1.0, top-k 0, seed 0, DSpark draft length the whole block, chains "
+                     "only, without its Markov head, DFlash draft length 4, chains only, no greedy lane")
+    assert settings_words({}) == "not recorded"

@@ -47,3 +47,26 @@ def test_a_bench_folder_tells_its_story_with_machine_and_date(tmp_path):
     shipped = shipped_story(SHIPPED)  # the README's table, shipped with the project
     assert shipped is not None and len(shipped.lines) == 3, SHIPPED
     assert json.loads((SHIPPED / "table.json").read_text())
+
+
+def test_the_last_sweep_here_is_the_story_of_its_models(tmp_path, monkeypatch):
+    from spec.story import remember_sweep, story_for, sweep_story
+
+    monkeypatch.setenv("SPEC_ARENA_CACHE", str(tmp_path))
+    models = {"target": "SmolLM2", "dspark": "ours", "dflash": "ours"}
+    doc = {"table": json.loads(table([("greedy", "code", 1.0, 1.0), ("DSpark", "code", 1.8, 1.31),
+                                      ("DFlash", "code", 1.5, 1.02)]).to_json(orient="records")),
+           "prompts": [{"domain": "code", "prompt": "def f():"}] * 2, "models": models, "stopped": False,
+           "settings": {"max_new_tokens": 64, "temperature": 0.0, "dspark_cap": "auto", "dflash_len": 4},
+           "timestamp": "2026-12-06T18:30:00+00:00"}
+    assert sweep_story(models) is None and story_for(models) is not None  # none yet: the shipped table
+    remember_sweep({**doc, "stopped": True})  # a stopped sweep is not a measurement of every domain asked
+    assert sweep_story(models) is None
+    remember_sweep(doc)
+    s = story_for(models)
+    assert s.source.startswith("your last domain sweep on this machine, 2026-12-06 18:30 UTC (2 prompts, 64 new")
+    assert "draft lengths auto / 4" in s.source and s.label == "as raced"
+    assert s.lines == ["code: DSpark wins (DSpark ×1.31, DFlash ×1.02): DSpark lands more per round "
+                       "(accept 1.80 vs 1.50)."]
+    assert "DSpark as raced: accept / speedup" in story_html(s)
+    assert sweep_story({**models, "dflash": "another head"}) is None  # other models: their own story
