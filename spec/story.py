@@ -49,6 +49,9 @@ def line(domain: str, heads: dict[str, tuple[float, float]], band: float) -> str
     """One domain in words: heads -> (speedup, accept)."""
     shown = ", ".join(f"{h} ×{x:.2f}" for h, (x, _) in heads.items())
     best = max(heads, key=lambda h: heads[h][0])
+    if heads[best][0] < 1 - band:
+        who = "both heads are" if len(heads) > 1 else f"{best} is"
+        return f"{domain}: {who} slower than greedy ({shown}): too few drafts land to pay for verifying them."
     if heads[best][0] < 1 + band:
         return (f"{domain}: neither head beats greedy beyond the noise ({shown}): too few drafts land to pay "
                 "for verifying them.")

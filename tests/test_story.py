@@ -26,6 +26,8 @@ def test_each_domain_in_one_line_with_ties_within_the_noise():
     assert math == ("math: DSpark wins (DSpark ×1.47, DFlash ×1.24): DSpark lands more per round "
                     "(accept 2.60 vs 2.20).")
     assert prose.startswith("prose: DFlash wins") and "lands more per round (accept 1.90 vs 1.50)" in prose
+    slow = story_of(table([("DSpark auto", "x", 1.1, 0.80), ("DFlash auto", "x", 1.0, 0.85)]), {"x": 0.02}, "")
+    assert slow.lines[0].startswith("x: both heads are slower than greedy (DSpark ×0.80, DFlash ×0.85)")
     late = story_of(table([("DSpark auto", "x", 1.4, 1.50), ("DFlash auto", "x", 1.9, 1.20)]), {"x": 0.02}, "")
     assert "DSpark lands less per round (accept 1.40 vs 1.90) but its rounds cost less" in late.lines[0]
     assert s.rows[2] == {"domain": "math", "DSpark": "2.60 / ×1.47", "DFlash": "2.20 / ×1.24"}
