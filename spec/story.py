@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,11 +130,12 @@ def sweep_story(models: dict[str, str]) -> Story | None:
     s = doc.get("settings") or {}
     lengths = {s.get("dspark_cap"), s.get("dflash_len")}
     label = "auto" if lengths == {"auto"} else "as raced"
-    n = len(doc.get("prompts", []))
+    prompts = doc.get("prompts", [])
+    n, each = len(prompts), min(Counter(q.get("domain") for q in prompts).values(), default=0)
     when = str(doc.get("timestamp", ""))[:16].replace("T", " ")
     source = (f"your last domain sweep on this machine, {when} UTC ({n} prompts, {s.get('max_new_tokens', '?')} "
               f"new tokens each, T = {s.get('temperature', '?')}; draft lengths {s.get('dspark_cap', '?')} / "
-              f"{s.get('dflash_len', '?')})")
+              f"{s.get('dflash_len', '?')}{'; a small sample: one race per domain' if each < 2 else ''})")
     return story_of(table, shipped_spreads(), source, label)
 
 

@@ -67,8 +67,10 @@ def test_the_last_sweep_here_is_the_story_of_its_models(tmp_path, monkeypatch):
     remember_sweep(doc)
     s = story_for(models)
     assert s.source.startswith("your last domain sweep on this machine, 2026-12-06 18:30 UTC (2 prompts, 64 new")
-    assert "draft lengths auto / 4" in s.source and s.label == "as raced"
+    assert "draft lengths auto / 4)" in s.source and s.label == "as raced"
     assert s.lines == ["code: DSpark wins (DSpark ×1.31, DFlash ×1.02): DSpark lands more per round "
                        "(accept 1.80 vs 1.50)."]
     assert "DSpark as raced: accept / speedup" in story_html(s)
     assert sweep_story({**models, "dflash": "another head"}) is None  # other models: their own story
+    remember_sweep({**doc, "prompts": [{"domain": "code", "prompt": "def f():"}]})
+    assert sweep_story(models).source.endswith("draft lengths auto / 4; a small sample: one race per domain)")
