@@ -179,13 +179,12 @@ def prefetch(choice: Choice, progress: Progress) -> None:
 def model_names(choice: Choice | None, info: dict[str, str]) -> dict[str, str]:
     """A hub id as is; the pocket preset's models by what they are; a local folder by its name."""
     from demo.download import is_hub_id
-    from spec.presets import PRESETS
+    from spec.presets import pocket_name
 
     out = {}
     for kind, ref in info.items():
         if choice is not None and choice.preset == "pocket":
-            out[kind] = (f"{PRESETS['pocket'].note.split(' (')[0]} (pocket)" if kind == "target"
-                         else "pocket (trained here)")
+            out[kind] = pocket_name(kind)
         else:
             given = getattr(choice, kind, None) or ref
             out[kind] = given if is_hub_id(given) else Path(given).name

@@ -71,3 +71,8 @@ def resolve(ref: str, kind: str, progress: Progress = quiet) -> str:
     if head_dir is None:
         raise SpecError(f"the pocket {kind} head is not available yet (no trained head shipped)")
     return str(head_dir(kind, progress=progress))
+
+
+def pocket_name(kind: str) -> str:
+    """How a race names the pocket preset's models (the page, the CLI and race files alike)."""
+    return f"{PRESETS['pocket'].note.split(' (')[0]} (pocket)" if kind == "target" else "pocket (trained here)"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import race
 from .arena import load_preset_arena
+from .presets import pocket_name
 from .progress import Console
 from .race import RaceSettings, replay
 from .race_file import race_record, read_race
@@ -79,7 +80,9 @@ def run_here(a: argparse.Namespace) -> tuple[list, dict]:
                 print(f"# {ev.engine} done: {ev.meter.tokens} tokens, accept {ev.meter.mean_accept:.2f}, "
                       f"{ev.meter.tok_s:.1f} tok/s, finished at {ev.meter.clock:.2f} s of engine time", file=sys.stderr)
             events.append(ev)
-        models = {k: Path(v).name if Path(v).expanduser().exists() else v for k, v in arena.info.items()}  # no paths
+        pocket = a.preset == "pocket" and not (a.target or a.dspark or a.dflash)
+        models = {k: pocket_name(k) if pocket else Path(v).name if Path(v).expanduser().exists() else v
+                  for k, v in arena.info.items()}  # as the page names them; never a local path
     finally:
         arena.close()
     record = race_record(events, a.prompt, models)
