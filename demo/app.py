@@ -180,9 +180,8 @@ def build_demo(stage: Stage) -> gr.Blocks:
         confirm_btn.click(h.load, load_in, load_out, **load_args).then(h.story, None, story, queue=False, **private)
         cancel_btn.click(h.cancel_load, None, load_out, queue=False, **private)
         # The page as built shows the server's first moments; each visit and tick brings it up to date.
-        now = [preparing, header, errors, status, run_btn, *lengths, *lane_out, ticks]
+        now = [preparing, header, errors, status, run_btn, *lengths, *lane_out, ticks, story]
         demo.load(h.prepared, None, now, queue=False, **private)
-        demo.load(h.story, None, story, queue=False, **private)
         ticks.tick(h.prepared, None, now, queue=False, **private)
         register(demo, stage)
     return demo

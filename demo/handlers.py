@@ -236,15 +236,15 @@ class Handlers:
 
     def prepared(self) -> tuple:
         """Every tick while the model is prepared: the steps, and Run off. Once ready (or failed): the
-        header, the lanes, the sliders' limits, Run on, and the timer off."""
+        header, the lanes, the sliders' limits, Run on, the timer off, and who wins where for that model."""
         stage = self.stage
         if stage.preparing is not None:
             return (gr.HTML(preparation_html(stage), visible=True), describe(stage), gr.skip(), WAITING,
                     gr.Button(WAIT_LABEL, interactive=False), *(gr.skip(),) * 2, *(gr.skip(),) * (2 * len(LANES)),
-                    gr.skip())
+                    gr.skip(), gr.skip())
         return (gr.HTML("", visible=False), describe(stage), error_html(stage.error), READY,
                 gr.Button(RUN_LABEL, interactive=True), *knob_limits(stage), *idle_lanes(stage),
-                gr.Timer(active=False))
+                gr.Timer(active=False), self.story())
 
 
 def block_sizes(stage: Stage) -> tuple[int, int]:

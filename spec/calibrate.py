@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import mlx.core as mx
 
+from .atomic import write_json
 from .autodraft import RANKS, Acceptance, Costs
 from .engine import Engine, draft_length
 from .progress import Progress, quiet
@@ -188,10 +189,7 @@ def cached_costs(target: Any, head: Any, folder: Path | None = None, progress: P
     step = f"calibrating {HEAD_NAMES.get(head.kind, head.kind)}"
     progress(step, 0.0)
     costs = calibrate(target, head, runs=calibration_runs(), progress=lambda f: progress(step, f))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(costs)))
-    tmp.replace(path)
+    write_json(path, asdict(costs))
     return costs
 
 

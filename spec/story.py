@@ -13,8 +13,11 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from .atomic import write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "assets" / "bench" / "auto-quiet"  # the README's table: the shipped measurement
@@ -67,6 +70,7 @@ def line(domain: str, heads: dict[str, tuple[float, float]], band: float) -> str
     return f"{domain}: {best} wins ({shown}): {landed}."
 
 
+@lru_cache(maxsize=None)  # the shipped files do not change while the server runs
 def shipped_spreads(folder: Path = SHIPPED) -> dict[str, float]:
     """Per domain, the median trial-to-trial spread of a bench folder's runs ({} when unknown)."""
     import pandas as pd
@@ -78,6 +82,7 @@ def shipped_spreads(folder: Path = SHIPPED) -> dict[str, float]:
     return runs.groupby("domain")["spread"].median().to_dict() if "spread" in runs else {}
 
 
+@lru_cache(maxsize=None)
 def shipped_story(folder: Path = SHIPPED) -> Story | None:
     """The story of a bench folder (table.json, runs.csv, table.md's header): None when it is missing."""
     import pandas as pd
@@ -108,13 +113,9 @@ def sweep_file(models: dict[str, str]) -> Path:
 def remember_sweep(doc: dict) -> None:
     """Keep a finished sweep (the app's JSON download: table, settings, models, timestamp) as the story
     of its models on this machine. A stopped sweep, or one that raced no head, is not kept."""
-    if doc.get("stopped") or not any(r.get("method") in ("DSpark", "DFlash") for r in doc.get("table", [])):
+    if doc.get("stopped") or not any(r.get("method") in HEADS for r in doc.get("table", [])):
         return
-    path = sweep_file(doc.get("models", {}))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({**doc, "rows": []}, ensure_ascii=False))
-    tmp.replace(path)
+    write_json(sweep_file(doc.get("models", {})), {**doc, "rows": []})
 
 
 def sweep_story(models: dict[str, str]) -> Story | None:
