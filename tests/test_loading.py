@@ -104,8 +104,11 @@ def test_browser_a_hub_preset_asks_before_downloading(app, browser):
 
 @pytest.mark.browser
 def test_browser_the_header_says_what_is_loaded_without_paths(app, browser, tiny_dir):
+    from playwright.sync_api import expect
+
     with opened(browser, size=None) as page:
         visit(page, app.url)
+        expect(page.locator("#header")).to_contain_text("target: qwen3", timeout=60_000)  # ready, not preparing
         chips = page.locator("#header").inner_text()
         assert "DFlash head: dflash-qwen3" in chips and "target: qwen3" in chips, chips
         assert str(tiny_dir) not in page.locator("#header").inner_html()
