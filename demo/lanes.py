@@ -107,6 +107,10 @@ def meters_html(name: str, lane: Lane | None, speedup: float | None, absent: str
         last = m.last if m.drafted[-1] else None
         badges += (f'<span class="chosen" title="drafts verified in the last round">{esc(round_badge(last))}</span>'
                    + tree_svg(last, name))
+    elif name != "greedy" and m is not None and m.last_tree is not None:  # finished: how often it branched
+        tip = "rounds whose drafts were verified as a tree; the picture: the last of them"
+        badges += (f'<span class="chosen" title="{tip}">trees in {m.tree_rounds} of {m.rounds} rounds</span>'
+                   + tree_svg(m.last_tree, name, "the last tree round"))
     if o is not None and o.status != "finished":
         badges += f'<span class="cut {o.status.split()[0]}" title="how this lane ended">{esc(o.status)}</span>'
     if o is not None and o.place is not None:
@@ -150,16 +154,16 @@ def round_badge(r: Any) -> str:
     size and the choices its accepted path took ("via the 2nd guess at depth 1")."""
     if r is None or not r.drafted:
         return "parked: plain step"
-    if all(p == i for i, p in enumerate(r.parents)):
+    if not r.is_tree:
         return f"drafting {r.drafted}"
     detours = [f"{ordinal(rank)} guess at depth {d + 1}" for d, (rank, _) in enumerate(r.levels) if rank > 1]
     return f"tree of {r.drafted}: landed {r.accepted}" + (f" via the {', '.join(detours)}" if detours else "")
 
 
-def tree_svg(r: Any, name: str) -> str:
+def tree_svg(r: Any, name: str, which: str = "the last round's tree") -> str:
     """A small picture of a round's draft tree: the anchor on the left, each depth a column, siblings
     stacked best first; the committed path drawn in the lane's colour."""
-    if r is None or not r.parents or all(p == i for i, p in enumerate(r.parents)):
+    if r is None or not r.is_tree:
         return ""
     kids: dict[int, list[int]] = {}
     for i, p in enumerate(r.parents):
@@ -183,6 +187,6 @@ def tree_svg(r: Any, name: str) -> str:
                     f' class="{"hit" if p in on and i + 1 in on else "miss"}"/>' for i, p in enumerate(r.parents))
     dots = "".join(f'<circle cx="{x[n]}" cy="{ypx[n]}" r="3" class="{"hit" if n in on else "miss"}"/>' for n in depth)
     w, h = 12 + max(depth.values()) * dx, 12 + max(y.values()) * dy
-    tip = f"the last round's tree: {r.drafted} drafts verified in one forward, {r.accepted} landed"
+    tip = f"{which}: {r.drafted} drafts verified in one forward, {r.accepted} landed"
     return (f'<svg class="round-tree {name}" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img">'
             f'<title>{esc(tip)}</title>{lines}{dots}</svg>')

@@ -59,6 +59,8 @@ class Meter:
     accept_lengths: list[int] = field(default_factory=list)
     drafted: list[int] = field(default_factory=list)  # drafts verified per round (the chosen length)
     last: Round | None = None  # the latest drafting round (its tree, the path it committed)
+    last_tree: Round | None = None  # the latest round verified as a tree
+    tree_rounds: int = 0  # rounds verified as a tree
     slots: SlotCounts = field(default_factory=SlotCounts)  # per draft slot: rounds that reached / landed it
     confidence: ConfidenceCheck = field(default_factory=ConfidenceCheck)  # DSpark: its estimates vs what landed
 
@@ -76,6 +78,8 @@ class Meter:
         self.confidence.add(r.estimates, r.drafted, r.accepted)  # chain rounds carry estimates
         if r.drafted:
             self.last = r
+        if r.is_tree:
+            self.last_tree, self.tree_rounds = r, self.tree_rounds + 1
 
     @property
     def mean_accept(self) -> float:

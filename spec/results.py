@@ -24,6 +24,11 @@ class Round:
     missed: str = ""  # where a draft was rejected: the text the head had drafted from there (its likeliest guess)
     estimates: tuple[float, ...] = ()  # DSpark: its confidence head's estimate for every slot drafted (cut ones too)
 
+    @property
+    def is_tree(self) -> bool:
+        """Whether its drafts were verified as a tree (some row hangs under another than the one before)."""
+        return any(p != i for i, p in enumerate(self.parents))
+
 
 @dataclass
 class GenResult:

@@ -89,6 +89,16 @@ def test_a_lane_shows_its_last_rounds_tree_and_the_branch_that_landed():
     assert "drafting 3" in card and "<svg" not in card  # a chain: its length, no picture
     lane.meter.add(Round("dflash", 3, [9], 0, 0, "", 0.1))
     assert "parked: plain step" in meters_html("dflash", lane, 1.0)
+    from spec.outcome import Outcome  # finished: how often it branched, and the last tree round's picture
+
+    lane.outcome = Outcome.of({"dflash": result("dflash", 2.0)}).lanes["dflash"]
+    card = meters_html("dflash", lane, 1.0)
+    assert "trees in 1 of 3 rounds" in card and "parked" not in card
+    assert re.search(r'<svg class="round-tree dflash".*?<title>the last tree round: 4 drafts', card)
+    chains = Lane("dflash")
+    chains.meter, chains.outcome = Meter(), lane.outcome
+    chains.meter.add(chain)
+    assert "trees in" not in meters_html("dflash", chains, 1.0)  # chains only: nothing about trees
 
 
 def test_a_head_slower_than_greedy_gets_a_note_at_the_end():
@@ -292,6 +302,10 @@ def test_a_lane_draws_its_last_rounds_tree(app, browser):
         page.locator("#lanes").screenshot(path=str(artifacts() / "lanes-tree.png"))
         page.click("#stop")
         wait_done(page, "stopped", timeout=60_000)
+        for lane in ("dspark", "dflash"):  # the stopped race keeps each head's last tree and how often it branched
+            badge = page.locator(f".lane-card.{lane} .chosen")
+            expect(badge).to_contain_text(re.compile(r"trees in \d+ of \d+ rounds"))
+            assert page.locator(f".lane-card.{lane} svg.round-tree").count() == 1
 
 
 # -- the page never contradicts itself (issue 28) ----------------------------------------------------
