@@ -2,7 +2,7 @@
 
 The head to head (spec.head_to_head) by default; --curve (spec.curve_bench), --race-vs-solo, --prefill
 and --sweep (spec.race_bench), --rollback (spec.rollback_bench), --noise (spec.noise_bench),
---calibration (spec.calibration_bench), --tree-ceiling (spec.tree_ceiling).
+--calibration (spec.calibration_bench), --tree-estimate (spec.tree_estimate).
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ def main(argv: list[str]) -> int:
     h.add_argument("--noise", action="store_true",
                    help="instead: the same races run --trials times; the speedup's run-to-run spread and the tie "
                         "floor the page uses (writes assets/bench/noise/ with --out assets/bench/noise)")
-    h.add_argument("--tree-ceiling", default=None, metavar="RUNS_CSV",
-                   help="instead: what trees can add over chains here, by auto's arithmetic from this machine's costs "
-                        "and the full-chain rows' acceptance in RUNS_CSV (e.g. assets/bench/trees/runs.csv)")
+    h.add_argument("--tree-estimate", default=None, metavar="RUNS_CSV",
+                   help="instead: what trees should add over chains here, by auto's arithmetic from this machine's "
+                        "costs and the full-chain rows' acceptance in RUNS_CSV (e.g. assets/bench/trees/runs.csv)")
     h.add_argument("--prefill", type=int, default=0, metavar="TOKENS",
                    help="instead: a race on a TOKENS-long prompt with the prefill shared vs one per engine")
     args = p.parse_args(argv)
@@ -91,10 +91,10 @@ def main(argv: list[str]) -> int:
         from .noise_bench import run as run_noise
 
         return run_noise(args)
-    if args.tree_ceiling:
-        from .tree_ceiling import run as run_tree_ceiling
+    if args.tree_estimate:
+        from .tree_estimate import run as run_tree_estimate
 
-        return run_tree_ceiling(args)
+        return run_tree_estimate(args)
     if args.prefill:
         return run_prefill(args)
     return run_race_vs_solo(args) if args.race_vs_solo else run_head_to_head(args)

@@ -57,19 +57,26 @@ def calibrate(target: Any, head: Any, runs: int = 11, context: int = 64,
     return costs_of(runs_ms, head.max_drafts, prior, second)
 
 
+def warm_pair(target: Any, head: Any, context: int = 64) -> tuple[list[int], list, list]:
+    """A calibration prompt's first `context` tokens in the target's cache and the head's (ids: those and
+    the head's block of tokens after them)."""
+    ids = [int(i) % target.vocab_size for i in target.encode_chat(CALIBRATION_PROMPTS[1])]
+    ids = (ids * (context // len(ids) + 1))[: context + head.max_drafts + 1]
+    cache = target.make_cache()
+    _, taps = target(mx.array([ids[:context]]), cache, head.config.target_layer_ids)
+    mx.eval(taps)
+    dcache = head.make_cache()
+    mx.eval(head.propose(dcache, taps, ids[context], 1, Sampling(), None)[0])  # context into the head's cache
+    return ids, cache, dcache
+
+
 def timed_runs(target: Any, head: Any, runs: int = 11, context: int = 64,
                done: Callable[[int], None] = lambda i: None) -> list[list[float]]:
     """`runs` runs (after one that warms up), each: a bare forward, drafting rounds 1..K, drafts 1..K, a
     pipelined plain step and, where the target can branch, a round verifying a tree of K drafts, in ms
     (spec.calibration_bench reads them raw)."""
     K, branches = head.max_drafts, target.check_trees() == ""
-    ids = [int(i) % target.vocab_size for i in target.encode_chat(CALIBRATION_PROMPTS[1])]
-    ids = (ids * (context // len(ids) + 1))[: context + K + 1]
-    cache = target.make_cache()
-    _, taps = target(mx.array([ids[:context]]), cache, head.config.target_layer_ids)
-    mx.eval(taps)
-    dcache = head.make_cache()
-    mx.eval(head.propose(dcache, taps, ids[context], 1, Sampling(), None)[0])  # context into the head's cache
+    ids, cache, dcache = warm_pair(target, head, context)
 
     def forward() -> None:
         logits, _ = target(mx.array([ids[context : context + 1]]), cache, head.config.target_layer_ids)

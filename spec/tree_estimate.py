@@ -1,11 +1,12 @@
-"""`python -m spec bench --tree-ceiling RUNS_CSV`: how much trees can add over chains, on this machine.
+"""`python -m spec bench --tree-estimate RUNS_CSV`: what trees should add over chains on this machine.
 
 By `auto`'s own arithmetic (spec.autodraft): the best chain against the best tree, in expected tokens per
 millisecond, from this machine's measured costs and each head's measured acceptance: its first choice per
 slot from the full-chain rows of a head-to-head run (RUNS_CSV, e.g. assets/bench/trees/runs.csv), how its
 second and third choices fare from its calibration. Then again with each verified row costing 3% and 1% of a
-plain step (as on a GPU, where a few more rows are nearly free), drafting as measured. A ceiling: acceptance
-moves within an answer and auto learns it as it goes, so measured gains sit at or below it.
+plain step (as on a GPU, where a few more rows are nearly free), drafting as measured. An estimate at each
+domain's average acceptance, not a bound: acceptance moves from round to round and auto follows it, and
+where a head is sometimes sure and sometimes not, trees chosen round by round pay more than the average says.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ FULL_ROWS = {"dspark": "DSpark full", "dflash": "DFlash full"}  # head-to-head r
 
 
 @dataclass
-class Ceiling:
+class Estimate:
     chain_k: int  # the best chain's length (0: a plain step pays best)
     tree_n: int  # the best tree's size (0: no tree beats that chain)
     gain: float  # expected tokens per ms of the better of the two, over the chain's
@@ -40,21 +41,21 @@ def with_row_cost(costs: Costs, share: float | None) -> Costs:
     return replace(costs, verify=[v0 * (1 + share * k) for k in range(len(costs.verify))])
 
 
-def ceiling(costs: Costs, first: list[float], second: list[float]) -> Ceiling:
+def estimate(costs: Costs, first: list[float], second: list[float]) -> Estimate:
     """The best chain and the best tree of at most the head's block, by expected tokens per ms."""
     K = costs.max_k
     chain = [(1.0 / round_ms(costs, 0), 0)] + [(expected_tokens(first, k) / round_ms(costs, k), k)
                                                 for k in range(1, K + 1)]
     best_chain, k = max(chain)
     if not second:
-        return Ceiling(k, 0, 1.0)
+        return Estimate(k, 0, 1.0)
     values = tree_tokens([[a, *second] for a in first[:K]], K)
     best_tree, n = max((values[n] / (round_ms(costs, n) + costs.tree_ms), n) for n in range(2, K + 1))
-    return Ceiling(k, n if best_tree > best_chain else 0, max(best_tree, best_chain) / best_chain)
+    return Estimate(k, n if best_tree > best_chain else 0, max(best_tree, best_chain) / best_chain)
 
 
 def table(runs: Any, costs: dict[str, Costs]) -> list[dict[str, Any]]:
-    """One row per head and domain: slot 1's rate, the second choice's, and the ceiling at each row cost."""
+    """One row per head and domain: slot 1's rate, the second choice's, and the estimate at each row cost."""
     from .slots import by_method_and_domain
 
     counts = by_method_and_domain(runs)
@@ -67,11 +68,50 @@ def table(runs: Any, costs: dict[str, Costs]) -> list[dict[str, Any]]:
             row = {"head": FULL_ROWS[kind].split()[0], "domain": domain, "slot 1": round(first[0], 2),
                    "2nd choice": round(c.second[0], 2) if c.second else None}
             for share in ROW_COSTS:
-                got = ceiling(with_row_cost(c, share), first, c.second)
+                got = estimate(with_row_cost(c, share), first, c.second)
                 name = "measured rows" if share is None else f"rows at {100 * share:.0f}%"
                 row[name] = f"chain {got.chain_k} / tree {got.tree_n or '-'}: x{got.gain:.3f}"
             out.append(row)
     return out
+
+
+def round_kinds(target: Any, head: Any, runs: int = 21) -> dict[str, float]:
+    """Median ms of three rounds of the head's whole block, in turn on one warm cache: a chain as the loop
+    runs it (drafts and verify one evaluation), the same chain read to the host before its verify (as a
+    tree must be: its shape is built from the drafts' values), and a tree of as many drafts."""
+    import statistics
+    import time
+
+    import mlx.core as mx
+
+    from .calibrate import warm_pair
+    from .verify import Sampling
+
+    K, L = head.max_drafts, head.config.target_layer_ids
+    ids, cache, dcache = warm_pair(target, head)
+    anchor = ids[-K - 1]
+
+    def chain(sync: bool) -> None:
+        d = head.propose(dcache, None, anchor, K, Sampling(), None)[0]
+        if sync:
+            mx.eval(d)
+        mx.eval(target(mx.concatenate([mx.array([anchor], dtype=d.dtype), d])[None], cache, L)[0])
+        target.trim(cache, K + 1)
+
+    def tree() -> None:
+        t = head.propose_tree(dcache, None, anchor, K, K, Sampling(), None)
+        mx.eval(target(mx.array([[anchor] + t.token_list()]), cache, L, tree=t)[0])
+        target.keep(cache, [], K + 1)
+
+    kinds = {"chain": lambda: chain(False), "chain, synced": lambda: chain(True), "tree": tree}
+    ms: dict[str, list[float]] = {k: [] for k in kinds}
+    for i in range(runs + 1):  # the first run warms up
+        for name, fn in kinds.items():
+            tic = time.perf_counter()
+            fn()
+            if i:
+                ms[name].append(1000 * (time.perf_counter() - tic))
+    return {k: statistics.median(v) for k, v in ms.items()}
 
 
 def run(args: Any) -> int:
@@ -83,9 +123,10 @@ def run(args: Any) -> int:
     from .dspark import load_dspark
     from .presets import resolve
     from .progress import Console
+    from .report import machine_line, to_markdown
     from .target import load_target
 
-    runs = pd.read_csv(args.tree_ceiling)
+    runs = pd.read_csv(args.tree_estimate)
     progress = Console()  # a first run here measures each head's costs: say so
     target = load_target(args.target or resolve(args.preset, "target", progress))
     heads = {"dspark": load_dspark(args.dspark or resolve(args.preset, "dspark", progress), target),
@@ -93,11 +134,17 @@ def run(args: Any) -> int:
     costs = {k: cached_costs(target, h, progress=progress) for k, h in heads.items()}
     rows = table(runs, costs)
     if not rows:
-        print(f"{args.tree_ceiling}: no '{FULL_ROWS['dspark']}' or '{FULL_ROWS['dflash']}' rows with slot counts")
+        print(f"{args.tree_estimate}: no '{FULL_ROWS['dspark']}' or '{FULL_ROWS['dflash']}' rows with slot counts")
         return 1
-    print(pd.DataFrame(rows).to_markdown(index=False))
+    print(machine_line())
+    print(to_markdown(pd.DataFrame(rows)))
     for k, c in costs.items():
         row_ms = (c.verify[-1] - c.verify[0]) / c.max_k
+        rounds = round_kinds(target, heads[k])
         print(f"{FULL_ROWS[k].split()[0]}: a plain step {c.verify[0]:.1f} ms, a verified row {row_ms:.1f} ms "
-              f"({100 * row_ms / c.verify[0]:.1f}% of a step), a tree's own cost {c.tree_ms:.1f} ms")
+              f"({100 * row_ms / c.verify[0]:.1f}% of a step), a tree's own cost {c.tree_ms:.1f} ms (calibrated). "
+              f"Rounds of {c.max_k} drafts in turn, median of 21: "
+              + ", ".join(f"{name} {v:.1f} ms" for name, v in rounds.items())
+              + f" (the tree {rounds['tree'] - rounds['chain']:+.1f} ms, of which reading the drafts to the host "
+                f"{rounds['chain, synced'] - rounds['chain']:+.1f} ms)")
     return 0
