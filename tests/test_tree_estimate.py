@@ -56,3 +56,15 @@ def test_the_table_reads_each_heads_full_chain_rows_per_domain():
     assert len(rows) == 1 and rows[0]["head"] == "DFlash" and rows[0]["domain"] == "code"
     assert rows[0]["slot 1"] == 0.5 and rows[0]["2nd choice"] == 0.3
     assert rows[0]["rows at 1%"].startswith("chain ")
+
+
+def test_the_rounds_are_timed_on_both_heads_of_a_tiny_pair(tiny_dir):
+    from spec.dflash import load_dflash
+    from spec.dspark import load_dspark
+    from spec.target import load_target
+    from spec.tree_estimate import round_kinds
+
+    t = load_target(str(tiny_dir / "qwen3"))
+    for head in (load_dflash(str(tiny_dir / "dflash-qwen3"), t), load_dspark(str(tiny_dir / "dspark-qwen3"), t)):
+        ms = round_kinds(t, head, runs=2)
+        assert list(ms) == ["chain", "chain, synced", "tree"] and min(ms.values()) > 0
