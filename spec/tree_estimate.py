@@ -116,6 +116,8 @@ def round_kinds(target: Any, head: Any, runs: int = 21) -> dict[str, float]:
 
 def run(args: Any) -> int:
     """Load the preset's pair, read (or measure) its costs here, print the table."""
+    import sys
+
     import pandas as pd
 
     from .calibrate import cached_costs
@@ -124,18 +126,26 @@ def run(args: Any) -> int:
     from .presets import resolve
     from .progress import Console
     from .report import machine_line, to_markdown
+    from .slots import by_method_and_domain
     from .target import load_target
 
-    runs = pd.read_csv(args.tree_estimate)
+    try:
+        runs = pd.read_csv(args.tree_estimate)
+        chains = [m for m, _ in by_method_and_domain(runs) if m.startswith(tuple(FULL_ROWS.values()))]
+    except (OSError, ValueError, KeyError) as e:  # missing, unreadable, not a bench's runs.csv
+        why = f"no column {e}" if isinstance(e, KeyError) else str(e)
+        print(f"--tree-estimate: cannot read {args.tree_estimate} as a bench's runs.csv: {why}", file=sys.stderr)
+        return 2
+    if not chains:
+        print(f"--tree-estimate: {args.tree_estimate} has no '{FULL_ROWS['dspark']}' or '{FULL_ROWS['dflash']}' "
+              "rows with per-slot counts (run `python -m spec bench --methods full,tree` first)", file=sys.stderr)
+        return 2
     progress = Console()  # a first run here measures each head's costs: say so
     target = load_target(args.target or resolve(args.preset, "target", progress))
     heads = {"dspark": load_dspark(args.dspark or resolve(args.preset, "dspark", progress), target),
              "dflash": load_dflash(args.dflash or resolve(args.preset, "dflash", progress), target)}
     costs = {k: cached_costs(target, h, progress=progress) for k, h in heads.items()}
     rows = table(runs, costs)
-    if not rows:
-        print(f"{args.tree_estimate}: no '{FULL_ROWS['dspark']}' or '{FULL_ROWS['dflash']}' rows with slot counts")
-        return 1
     print(machine_line())
     print(to_markdown(pd.DataFrame(rows)))
     for k, c in costs.items():

@@ -68,3 +68,17 @@ def test_the_rounds_are_timed_on_both_heads_of_a_tiny_pair(tiny_dir):
     for head in (load_dflash(str(tiny_dir / "dflash-qwen3"), t), load_dspark(str(tiny_dir / "dspark-qwen3"), t)):
         ms = round_kinds(t, head, runs=2)
         assert list(ms) == ["chain", "chain, synced", "tree"] and min(ms.values()) > 0
+
+
+def test_a_file_that_is_not_a_bench_run_gets_one_line_and_loads_no_model(tmp_path, capsys):
+    from spec.bench import main
+
+    missing, foreign = tmp_path / "none.csv", tmp_path / "foreign.csv"
+    foreign.write_text("reached,landed\n1,1\n")
+    assert main(["--tree-estimate", str(missing)]) == 2
+    assert main(["--tree-estimate", str(foreign)]) == 2
+    chains_only = tmp_path / "auto.csv"
+    chains_only.write_text("domain,method,reached,landed\ncode,DFlash auto,4 2,2 1\n")
+    assert main(["--tree-estimate", str(chains_only)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and "none.csv" in err[0] and "no column 'method'" in err[1] and "full,tree" in err[2], err
