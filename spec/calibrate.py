@@ -33,7 +33,8 @@ VERSION = 7  # bump when what calibrate() measures changes
 
 
 
-def _ms(fn: Any) -> float:
+def ms_of(fn: Any) -> float:
+    """Milliseconds that fn() takes."""
     tic = time.perf_counter()
     fn()
     return 1000 * (time.perf_counter() - tic)
@@ -57,17 +58,47 @@ def calibrate(target: Any, head: Any, runs: int = 11, context: int = 64,
     return costs_of(runs_ms, head.max_drafts, prior, second)
 
 
-def warm_pair(target: Any, head: Any, context: int = 64) -> tuple[list[int], list, list]:
-    """A calibration prompt's first `context` tokens in the target's cache and the head's (ids: those and
-    the head's block of tokens after them)."""
-    ids = [int(i) % target.vocab_size for i in target.encode_chat(CALIBRATION_PROMPTS[1])]
-    ids = (ids * (context // len(ids) + 1))[: context + head.max_drafts + 1]
-    cache = target.make_cache()
-    _, taps = target(mx.array([ids[:context]]), cache, head.config.target_layer_ids)
-    mx.eval(taps)
-    dcache = head.make_cache()
-    mx.eval(head.propose(dcache, taps, ids[context], 1, Sampling(), None)[0])  # context into the head's cache
-    return ids, cache, dcache
+class WarmPair:
+    """A target and a head with a calibration prompt's first `context` tokens in their caches, and the
+    rounds that are timed on them: each leaves both caches as it found them."""
+
+    def __init__(self, target: Any, head: Any, context: int = 64):
+        self.target, self.head, self.context = target, head, context
+        self.layers = head.config.target_layer_ids
+        ids = [int(i) % target.vocab_size for i in target.encode_chat(CALIBRATION_PROMPTS[1])]
+        self.ids = (ids * (context // len(ids) + 1))[: context + head.max_drafts + 1]
+        self.anchor = self.ids[context]
+        self.cache = target.make_cache()
+        _, taps = target(mx.array([self.ids[:context]]), self.cache, self.layers)
+        mx.eval(taps)
+        self.dcache = head.make_cache()
+        mx.eval(head.propose(self.dcache, taps, self.anchor, 1, Sampling(), None)[0])  # context into the head's cache
+
+    def forward(self) -> None:
+        """A bare one-row target forward."""
+        mx.eval(self.target(mx.array([[self.anchor]]), self.cache, self.layers)[0])
+        self.target.trim(self.cache, 1)
+
+    def draft(self, k: int) -> mx.array:
+        """k drafts (lazy)."""
+        return self.head.propose(self.dcache, None, self.anchor, k, Sampling(), None)[0]
+
+    def chain_round(self, k: int, sync: bool = False) -> None:
+        """A round verifying k drafts as the loop runs it: drafts and verify one evaluation (`sync`: the
+        drafts read to the host first, as a tree's must be)."""
+        d = self.draft(k)
+        if sync:
+            mx.eval(d)
+        mx.eval(self.target(mx.concatenate([mx.array([self.anchor], dtype=d.dtype), d])[None], self.cache,
+                            self.layers)[0])
+        self.target.trim(self.cache, k + 1)
+
+    def tree_round(self) -> None:
+        """A round verifying a tree of the head's whole block of drafts."""
+        K = self.head.max_drafts
+        tree = self.head.propose_tree(self.dcache, None, self.anchor, K, K, Sampling(), None)
+        mx.eval(self.target(mx.array([[self.anchor] + tree.token_list()]), self.cache, self.layers, tree=tree)[0])
+        self.target.keep(self.cache, [], K + 1)  # every row back out (recurrent layers: out of every path)
 
 
 def timed_runs(target: Any, head: Any, runs: int = 11, context: int = 64,
@@ -76,38 +107,16 @@ def timed_runs(target: Any, head: Any, runs: int = 11, context: int = 64,
     pipelined plain step and, where the target can branch, a round verifying a tree of K drafts, in ms
     (spec.calibration_bench reads them raw)."""
     K, branches = head.max_drafts, target.check_trees() == ""
-    ids, cache, dcache = warm_pair(target, head, context)
+    pair = WarmPair(target, head, context)
 
-    def forward() -> None:
-        logits, _ = target(mx.array([ids[context : context + 1]]), cache, head.config.target_layer_ids)
-        mx.eval(logits)
-        target.trim(cache, 1)
-
-    def draft(k: int) -> mx.array:
-        return head.propose(dcache, None, ids[context], k, Sampling(), None)[0]
-
-    def drafting_round(k: int) -> None:
-        d = draft(k)
-        logits, _ = target(mx.concatenate([mx.array(ids[context : context + 1], dtype=d.dtype), d])[None], cache,
-                           head.config.target_layer_ids)
-        mx.eval(logits)
-        target.trim(cache, k + 1)
-
-    def tree_round() -> None:
-        tree = head.propose_tree(dcache, None, ids[context], K, K, Sampling(), None)
-        row = mx.array([[ids[context]] + tree.token_list()])
-        logits, _ = target(row, cache, head.config.target_layer_ids, tree=tree)
-        mx.eval(logits)
-        target.keep(cache, [], K + 1)  # every row back out (recurrent layers: out of every path)
-
-    def plain_step() -> float:  # a parked round runs pipelined, like plain decoding: its steady rounds
-        rounds = list(Engine(target).start(ids[:context], 10))  # (the prefill, the pipeline's first and last left out)
+    def plain_step() -> float:  # a parked round runs pipelined, like plain decoding: its steady rounds (the
+        rounds = list(Engine(target).start(pair.ids[:context], 10))  # prefill, the pipeline's first and last left out)
         return 1000 * statistics.median(r.seconds for r in rounds[2:-1])
 
     def one_run() -> list[float]:  # a bare forward, rounds 1..K, drafts 1..K, a plain step, a tree round
-        return ([_ms(forward)] + [_ms(lambda k=k: drafting_round(k)) for k in range(1, K + 1)]
-                + [_ms(lambda k=k: mx.eval(draft(k))) for k in range(1, K + 1)] + [plain_step()]
-                + ([_ms(tree_round)] if branches else []))
+        return ([ms_of(pair.forward)] + [ms_of(lambda k=k: pair.chain_round(k)) for k in range(1, K + 1)]
+                + [ms_of(lambda k=k: mx.eval(pair.draft(k))) for k in range(1, K + 1)] + [plain_step()]
+                + ([ms_of(pair.tree_round)] if branches else []))
 
     runs_ms = []
     for i in range(runs + 1):

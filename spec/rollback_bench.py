@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import platform
 import statistics
-import time
 from pathlib import Path
 from typing import Any, Sequence
+
+from .calibrate import ms_of
 
 TARGETS = Path(__file__).resolve().parents[1] / "assets" / "bench" / "rollback" / "targets.json"
 KS = (1, 4, 8, 15)
@@ -40,12 +41,6 @@ def _arrays(cache: list) -> list:
     return out
 
 
-def _ms(fn: Any) -> float:
-    tic = time.perf_counter()
-    fn()
-    return 1000 * (time.perf_counter() - tic)
-
-
 def measure(target: Any, ks: Sequence[int] = KS, runs: int = 7, context: int = 64, seed: int = 0) -> list[dict]:
     """Median ms of the verify forward of k + 1 rows, of taking k - k // 2 of them back, and of the
     alternative (a second forward of the kept rows from a copy of the pre-round cache), per k."""
@@ -64,9 +59,9 @@ def measure(target: Any, ks: Sequence[int] = KS, runs: int = 7, context: int = 6
         for run in range(runs + 1):  # the first run warms up
             cache, alt = copy_cache(base), copy_cache(base)
             mx.eval(_arrays(cache), _arrays(alt))
-            v = _ms(lambda: mx.eval(target(mx.array([ids[context : context + k + 1]]), cache)[0], _arrays(cache)))
-            r = _ms(lambda: (target.trim(cache, k - n), mx.eval(_arrays(cache))))
-            a = _ms(lambda: mx.eval(target(mx.array([ids[context : context + n + 1]]), alt)[0], _arrays(alt)))
+            v = ms_of(lambda: mx.eval(target(mx.array([ids[context : context + k + 1]]), cache)[0], _arrays(cache)))
+            r = ms_of(lambda: (target.trim(cache, k - n), mx.eval(_arrays(cache))))
+            a = ms_of(lambda: mx.eval(target(mx.array([ids[context : context + n + 1]]), alt)[0], _arrays(alt)))
             if run:
                 verify.append(v), rollback.append(r), again.append(a)
         v, r, a = (statistics.median(x) for x in (verify, rollback, again))
@@ -105,9 +100,9 @@ def measure_trees(target: Any, runs: int = 7, context: int = 64, seed: int = 0) 
         for run in range(runs + 1):  # the first run warms up
             plain, cache = copy_cache(base), copy_cache(base)
             mx.eval(_arrays(plain), _arrays(cache))
-            c = _ms(lambda: mx.eval(target(mx.array([ids[context:]]), plain)[0], _arrays(plain)))
-            v = _ms(lambda: mx.eval(target(mx.array([ids[context:]]), cache, tree=tree)[0], _arrays(cache)))
-            k = _ms(lambda: (target.keep(cache, path, 16), mx.eval(_arrays(cache))))
+            c = ms_of(lambda: mx.eval(target(mx.array([ids[context:]]), plain)[0], _arrays(plain)))
+            v = ms_of(lambda: mx.eval(target(mx.array([ids[context:]]), cache, tree=tree)[0], _arrays(cache)))
+            k = ms_of(lambda: (target.keep(cache, path, 16), mx.eval(_arrays(cache))))
             if run:
                 chain.append(c), verify.append(v), keep.append(k)
         c, v, k = (statistics.median(x) for x in (chain, verify, keep))

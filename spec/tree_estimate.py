@@ -18,6 +18,7 @@ from .autodraft import Costs, expected_tokens, round_ms, tree_tokens
 
 ROW_COSTS = (None, 0.03, 0.01)  # a verified row's cost as a share of a plain step (None: as measured)
 FULL_ROWS = {"dspark": "DSpark full", "dflash": "DFlash full"}  # head-to-head rows: a whole chain every round
+ROUND_RUNS = 21  # timed runs of each round kind (median)
 
 
 @dataclass
@@ -54,11 +55,9 @@ def estimate(costs: Costs, first: list[float], second: list[float]) -> Estimate:
     return Estimate(k, n if best_tree > best_chain else 0, max(best_tree, best_chain) / best_chain)
 
 
-def table(runs: Any, costs: dict[str, Costs]) -> list[dict[str, Any]]:
-    """One row per head and domain: slot 1's rate, the second choice's, and the estimate at each row cost."""
-    from .slots import by_method_and_domain
-
-    counts = by_method_and_domain(runs)
+def table(counts: dict[tuple[str, str], list[dict[str, int]]], costs: dict[str, Costs]) -> list[dict[str, Any]]:
+    """One row per head and domain: slot 1's rate, the second choice's, and the estimate at each row cost;
+    counts: a run's slot counts per (method, domain), as spec.slots.by_method_and_domain reads them."""
     out = []
     for kind, c in costs.items():
         for (method, domain), rows in counts.items():
@@ -75,42 +74,23 @@ def table(runs: Any, costs: dict[str, Costs]) -> list[dict[str, Any]]:
     return out
 
 
-def round_kinds(target: Any, head: Any, runs: int = 21) -> dict[str, float]:
+def round_kinds(target: Any, head: Any, runs: int = ROUND_RUNS) -> dict[str, float]:
     """Median ms of three rounds of the head's whole block, in turn on one warm cache: a chain as the loop
     runs it (drafts and verify one evaluation), the same chain read to the host before its verify (as a
     tree must be: its shape is built from the drafts' values), and a tree of as many drafts."""
     import statistics
-    import time
 
-    import mlx.core as mx
+    from .calibrate import WarmPair, ms_of
 
-    from .calibrate import warm_pair
-    from .verify import Sampling
-
-    K, L = head.max_drafts, head.config.target_layer_ids
-    ids, cache, dcache = warm_pair(target, head)
-    anchor = ids[-K - 1]
-
-    def chain(sync: bool) -> None:
-        d = head.propose(dcache, None, anchor, K, Sampling(), None)[0]
-        if sync:
-            mx.eval(d)
-        mx.eval(target(mx.concatenate([mx.array([anchor], dtype=d.dtype), d])[None], cache, L)[0])
-        target.trim(cache, K + 1)
-
-    def tree() -> None:
-        t = head.propose_tree(dcache, None, anchor, K, K, Sampling(), None)
-        mx.eval(target(mx.array([[anchor] + t.token_list()]), cache, L, tree=t)[0])
-        target.keep(cache, [], K + 1)
-
-    kinds = {"chain": lambda: chain(False), "chain, synced": lambda: chain(True), "tree": tree}
+    pair, K = WarmPair(target, head), head.max_drafts
+    kinds = {"chain": lambda: pair.chain_round(K), "chain, synced": lambda: pair.chain_round(K, sync=True),
+             "tree": pair.tree_round}
     ms: dict[str, list[float]] = {k: [] for k in kinds}
     for i in range(runs + 1):  # the first run warms up
         for name, fn in kinds.items():
-            tic = time.perf_counter()
-            fn()
+            took = ms_of(fn)
             if i:
-                ms[name].append(1000 * (time.perf_counter() - tic))
+                ms[name].append(took)
     return {k: statistics.median(v) for k, v in ms.items()}
 
 
@@ -130,8 +110,8 @@ def run(args: Any) -> int:
     from .target import load_target
 
     try:
-        runs = pd.read_csv(args.tree_estimate)
-        chains = [m for m, _ in by_method_and_domain(runs) if m.startswith(tuple(FULL_ROWS.values()))]
+        counts = by_method_and_domain(pd.read_csv(args.tree_estimate))
+        chains = [m for m, _ in counts if m.startswith(tuple(FULL_ROWS.values()))]
     except (OSError, ValueError, KeyError) as e:  # missing, unreadable, not a bench's runs.csv
         why = f"no column {e}" if isinstance(e, KeyError) else str(e)
         print(f"--tree-estimate: cannot read {args.tree_estimate} as a bench's runs.csv: {why}", file=sys.stderr)
@@ -145,7 +125,7 @@ def run(args: Any) -> int:
     heads = {"dspark": load_dspark(args.dspark or resolve(args.preset, "dspark", progress), target),
              "dflash": load_dflash(args.dflash or resolve(args.preset, "dflash", progress), target)}
     costs = {k: cached_costs(target, h, progress=progress) for k, h in heads.items()}
-    rows = table(runs, costs)
+    rows = table(counts, costs)
     print(machine_line())
     print(to_markdown(pd.DataFrame(rows)))
     for k, c in costs.items():
@@ -153,7 +133,7 @@ def run(args: Any) -> int:
         rounds = round_kinds(target, heads[k])
         print(f"{FULL_ROWS[k].split()[0]}: a plain step {c.verify[0]:.1f} ms, a verified row {row_ms:.1f} ms "
               f"({100 * row_ms / c.verify[0]:.1f}% of a step), a tree's own cost {c.tree_ms:.1f} ms (calibrated). "
-              f"Rounds of {c.max_k} drafts in turn, median of 21: "
+              f"Rounds of {c.max_k} drafts in turn, median of {ROUND_RUNS}: "
               + ", ".join(f"{name} {v:.1f} ms" for name, v in rounds.items())
               + f" (the tree {rounds['tree'] - rounds['chain']:+.1f} ms, of which reading the drafts to the host "
                 f"{rounds['chain, synced'] - rounds['chain']:+.1f} ms)")

@@ -3,6 +3,7 @@
 import pandas as pd
 
 from spec.autodraft import Costs, choose
+from spec.slots import by_method_and_domain
 from spec.tree_estimate import estimate, slot_rates, table, with_row_cost
 
 
@@ -52,7 +53,7 @@ def test_the_table_reads_each_heads_full_chain_rows_per_domain():
         {"domain": "code", "method": "DFlash tree (15)", "reached": "4 3", "landed": "3 2"},  # not a chain: left out
         {"domain": "code", "method": "greedy (ours)", "reached": "", "landed": ""},
     ])
-    rows = table(runs, {"dflash": costs(0.05)})
+    rows = table(by_method_and_domain(runs), {"dflash": costs(0.05)})
     assert len(rows) == 1 and rows[0]["head"] == "DFlash" and rows[0]["domain"] == "code"
     assert rows[0]["slot 1"] == 0.5 and rows[0]["2nd choice"] == 0.3
     assert rows[0]["rows at 1%"].startswith("chain ")
