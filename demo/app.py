@@ -170,14 +170,14 @@ def build_demo(stage: Stage) -> gr.Blocks:
         # Loading a model reaches across the page: the header, the Settings, the sliders' limits, the lanes.
         load_in = [preset, target_id, dspark_id, dflash_id]
         load_out = [header, errors, load_errors, preset, custom_box, note, confirm_box, confirm_md, load_btn,
-                    *lengths, *lane_out]
+                    *lengths, *lane_out, story]
         load_args = dict(concurrency_id="arena", concurrency_limit=1, show_progress="full",
                          show_progress_on=[header], **private)
         preset.input(h.on_preset, preset, [custom_box, note], queue=False, **private).then(
             lambda p, *a: h.ask_or_load(p, *a) if p != "custom" else (gr.skip(),) * len(load_out), load_in, load_out,
             **load_args)
-        load_btn.click(h.ask_or_load, load_in, load_out, **load_args).then(h.story, None, story, queue=False, **private)
-        confirm_btn.click(h.load, load_in, load_out, **load_args).then(h.story, None, story, queue=False, **private)
+        load_btn.click(h.ask_or_load, load_in, load_out, **load_args)
+        confirm_btn.click(h.load, load_in, load_out, **load_args)
         cancel_btn.click(h.cancel_load, None, load_out, queue=False, **private)
         # The page as built shows the server's first moments; each visit and tick brings it up to date.
         now = [preparing, header, errors, status, run_btn, *lengths, *lane_out, ticks, story]

@@ -27,7 +27,7 @@ from demo.sweep_tab import busy, run_sweep
 from demo.view import View, idle_lanes
 from spec.errors import SpecError
 from spec.race_file import race_record
-from spec.report import race_markdown, settings_words
+from spec.report import pairs_words, race_markdown, settings_words
 
 STREAM_EVERY = 0.12  # seconds between page updates while racing (every round would flood the socket)
 PREPARING = "still preparing the model: Run starts as soon as it is ready (the steps show above)"
@@ -132,12 +132,11 @@ class Handlers:
         except SpecError as e:
             yield self.message("Not opened.", str(e))
             return
-        versions = ", ".join(f"{k} {v}" for k, v in (header.get("versions") or {}).items())
         header["source"] = (f"Opened {Path(str(path)).name}: raced {header.get('timestamp', '?')} on "
-                            f"{header.get('machine', 'an unknown machine')} ({versions}); prompt: "
-                            f"“{' '.join(str(header.get('prompt', '')).split())[:160]}”. Models: "
-                            + (", ".join(f"{k} {v}" for k, v in (header.get("models") or {}).items()) or "not recorded")
-                            + f". Settings: {settings_words(header.get('settings') or {})}.")
+                            f"{header.get('machine', 'an unknown machine')} ({pairs_words(header.get('versions'))}); "
+                            f"prompt: “{' '.join(str(header.get('prompt', '')).split())[:160]}”. "
+                            f"Models: {pairs_words(header.get('models')) or 'not recorded'}. "
+                            f"Settings: {settings_words(header.get('settings') or {})}.")
         self.stage.record(request.session_hash if request else None, events, header)
         yield from self.replayed(events, speed, header, plot_x)
 
@@ -182,7 +181,7 @@ class Handlers:
         """The Settings after a load, a refusal or a cancel: the error next to Load, no question open."""
         return (gr.skip(), gr.skip(), error_html(err), gr.Dropdown(value=shown), gr.Group(visible=shown == "custom"),
                 preset_note(shown), gr.Group(visible=False), gr.skip(), gr.Button(visible=True),
-                *(gr.skip(),) * (2 + 2 * len(LANES)))
+                *(gr.skip(),) * (2 + 2 * len(LANES) + 1))
 
     def ask_or_load(self, preset: str, target: str, dspark: str, dflash: str,
                     progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple:
@@ -195,7 +194,7 @@ class Handlers:
             return self.load(preset, target, dspark, dflash, progress)
         ask = download_question(choice, repos)
         return (gr.skip(), gr.skip(), "", gr.skip(), gr.skip(), gr.skip(), gr.Group(visible=True),
-                ask, gr.Button(visible=False), *(gr.skip(),) * (2 + 2 * len(LANES)))
+                ask, gr.Button(visible=False), *(gr.skip(),) * (2 + 2 * len(LANES) + 1))
 
     def cancel_load(self) -> tuple:
         return self.settled(self.stage.serving)
@@ -220,7 +219,7 @@ class Handlers:
         lanes = [gr.skip()] * (2 * len(LANES)) if err else idle_lanes(stage)
         return (describe(stage), gr.skip() if err else "", error_html(err), gr.Dropdown(value=shown),
                 gr.Group(visible=shown == "custom"), preset_note(shown), gr.Group(visible=False), gr.skip(),
-                gr.Button(visible=True), *knob_limits(stage), *lanes)
+                gr.Button(visible=True), *knob_limits(stage), *lanes, gr.skip() if err else self.story())
 
     @staticmethod
     def on_preset(preset: str) -> tuple:

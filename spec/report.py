@@ -56,13 +56,16 @@ def race_markdown(final: Any, header: dict) -> str:
               for n, rows in out.positions.items() if rows]
     lines += ["", "Speedup: end to end, tokens per engine second (prefill included); ties within "
               f"{100 * out.band:.0f}%. Settings: {settings_words(header.get('settings') or {})}."]
-    models = header.get("models") or {}
+    models = pairs_words(header.get("models"))
     if models:
-        lines.append("Models: " + ", ".join(f"{k} {v}" for k, v in models.items()) + ".")
-    versions = header.get("versions") or {}
-    lines.append(f"{header.get('machine', '')}; " + ", ".join(f"{k} {v}" for k, v in versions.items())
-                 + f"; {header.get('timestamp', '')}.")
+        lines.append(f"Models: {models}.")
+    lines.append(f"{header.get('machine', '')}; {pairs_words(header.get('versions'))}; {header.get('timestamp', '')}.")
     return "\n".join(lines) + "\n"
+
+
+def pairs_words(pairs: dict | None) -> str:
+    """A race header's models or versions as words: "target X, dspark Y" ("" when none are recorded)."""
+    return ", ".join(f"{k} {v}" for k, v in (pairs or {}).items())
 
 
 def settings_words(settings: dict) -> str:
