@@ -1,9 +1,10 @@
 """Spec Arena: DSpark vs DFlash vs greedy, streamed live from ONE shared target (Gradio Blocks, UI only).
 
-    python -m demo                                       # pocket preset, http://127.0.0.1:7860
-    python -m demo --preset qwen3                        # downloads from the hub on first use
-    python -m demo --target DIR --dspark DIR --dflash DIR
-    python -m demo --host 0.0.0.0 --port 8080 --share
+    python demo/app.py                                # pocket preset, http://127.0.0.1:7860
+    python -m demo                                    # the same, as a package
+    python demo/app.py --preset qwen3                 # downloads from the hub on first use
+    python demo/app.py --target DIR --dspark DIR --dflash DIR
+    python demo/app.py --host 0.0.0.0 --port 8080 --share
 
 The server answers at once; the model is prepared in the background (a first start converts the pocket
 target and measures auto's costs) while the page and the console show the steps, and Run waits for it.
@@ -24,8 +25,11 @@ import argparse
 import sys
 from pathlib import Path
 
-if not __package__:  # run as a file (the old `python3 demo/app.py`): its imports are the package's
-    sys.exit("Spec Arena runs as a package now: python3 -m demo (from the project folder)")
+if not __package__:  # `python demo/app.py`: the same start as `python -m demo` (fast BLAS first, then this
+    sys.path[0] = str(Path(__file__).resolve().parents[1])  # module as demo.app); the project folder, not demo/
+    from demo.__main__ import run
+
+    sys.exit(run())
 
 import gradio as gr  # noqa: E402 (and the imports below: the guard runs first)
 
@@ -214,7 +218,7 @@ def launch_kwargs() -> dict:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m demo", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python demo/app.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("--host", default="127.0.0.1", help="address to bind (default: this machine only)")
     ap.add_argument("--port", type=int, default=7860)
     ap.add_argument("--share", action="store_true", help="also open a public gradio.live link")

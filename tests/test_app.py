@@ -45,17 +45,18 @@ def free_port() -> int:
 
 
 class App:
-    """`python -m demo ARGS` on a free port, torn down by pid (its own process only). The server answers
+    """`python -m demo ARGS` (or `entry`: `python demo/app.py ARGS`) on a free port, torn down by pid (its own process only). The server answers
     at once and prepares its model in the background; ready=True also waits until the console says the
     model is ready (or could not be loaded)."""
 
-    def __init__(self, args: list[str], log: Path, timeout: float = 180.0, ready: bool = True, env: dict | None = None):
+    def __init__(self, args: list[str], log: Path, timeout: float = 180.0, ready: bool = True, env: dict | None = None,
+                 entry: tuple[str, ...] = ("-m", "demo")):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log = log
         env = dict(os.environ, HF_HUB_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False", **(env or {}))
         self.started = time.monotonic()
-        self.proc = subprocess.Popen([sys.executable, "-m", "demo", "--port", str(self.port), *args], cwd=ROOT,
+        self.proc = subprocess.Popen([sys.executable, *entry, "--port", str(self.port), *args], cwd=ROOT,
                                      env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
         deadline = self.started + timeout
         self.answered = None  # seconds from start until the URL answered
@@ -278,6 +279,20 @@ def test_two_clients_at_once_both_finish_lossless(app):
     for out in outs:
         assert set(out["verdicts"].values()) == {"identical to greedy"}
         assert len({out["texts"][n] for n in ("dspark", "dflash", "greedy")}) == 1
+
+
+def test_python_demo_app_py_serves_the_page(tiny_dir, tmp_path):
+    """The command this app was made for, `python demo/app.py --port P`, starts the same app as
+    `python -m demo`: the page answers on that port and the model gets ready."""
+    a = App(["--target", str(tiny_dir / "qwen3"), "--dflash", str(tiny_dir / "dflash-qwen3")], tmp_path / "file.log",
+            entry=("demo/app.py",))
+    try:
+        with urllib.request.urlopen(a.url, timeout=10) as r:
+            assert r.status == 200 and "Spec Arena" in r.read().decode()
+        assert " is ready" in a.log.read_text()
+        assert "runs as a package" not in a.log.read_text()
+    finally:
+        a.close()
 
 
 def test_errors_are_readable_and_the_app_keeps_serving(app):
