@@ -34,13 +34,17 @@ class Costs:
     drafts before it were, measured on calibration generations (a chat, a code and a math prompt);
     second[r] = the chance the head's choice r + 2 lands where its choices before it missed, measured on
     the same generations verified as trees (empty: the target cannot branch, trees are never chosen);
-    tree_ms = what drafting and verifying a tree costs beyond a chain with as many drafts."""
+    tree_ms = what drafting and verifying a tree costs beyond a chain with as many drafts; loop_ms and
+    tree_loop_ms = what a chain or tree round costs in a real generation beyond its timed parts (graph
+    building, the host sync, the head taking in the taps), measured on calibration generations."""
 
     verify: list[float]
     draft: list[float]
     prior: list[float]
     second: list[float] = field(default_factory=list)
     tree_ms: float = 0.0
+    loop_ms: float = 0.0
+    tree_loop_ms: float = 0.0
 
     @property
     def max_k(self) -> int:
@@ -172,16 +176,23 @@ class AutoDraft:
     pipelined, the head takes in the taps it missed), so a parked generation drafts again only when
     that is expected to pay `stay` times (10%) more than parking.
 
-    The calibration was measured once, on a machine whose speed drifts (other load, heat), and times
-    bare forwards, where a drafting round in the loop costs more (graph building, the host sync, the
-    drafter taking in the target's taps). So each generation corrects the model with its own rounds:
-    parked rounds in the steady state of the pipeline (one step each, no probe) measure the speed now,
-    as a factor on every calibrated cost; drafting rounds measure their extra time on top. Both start
-    from the calibration with the weight of `strength` rounds."""
+    Every choice follows from the calibrated costs and the acceptance seen so far, never from this
+    generation's own timings: the same prompt with the same settings then gives the same rounds, whatever
+    else the machine is doing (issue 39: a busy moment early in a race parked a head that drafted all
+    the way in the next race of the same prompt). A drafting round in the loop costs more than its timed
+    parts (graph building, the host sync, the head taking in the taps): the calibration measured that
+    too, on real generations (Costs.loop_ms, tree_loop_ms). A machine that is uniformly slower changes
+    every cost by one factor, which changes no choice.
+
+    adapt=True is the chooser before issue 39, kept for the benchmark that compares the two: parked
+    rounds in the steady state of the pipeline measure the speed now, as a factor on every calibrated
+    cost, and drafting rounds their extra time on top, both from the calibration with the weight of
+    `strength` rounds (the extra from 0, as it was)."""
 
     def __init__(self, costs: Costs, max_k: int, gaps: tuple[int, int] = (2, 16), strength: float = 4.0,
-                 stay: float = 1.1, max_nodes: int = 0, decay: float = 0.95):
+                 stay: float = 1.1, max_nodes: int = 0, decay: float = 0.95, adapt: bool = False):
         self.costs, self.max_k, self.gaps, self.stay = costs, min(max_k, costs.max_k), gaps, stay
+        self.adapt = adapt
         self.acceptance = Acceptance(costs.prior[: self.max_k], second=costs.second if max_nodes else (),
                                      decay=decay)
         # trees of up to max_nodes drafts, where the calibration measured how second choices fare (verify
@@ -197,20 +208,28 @@ class AutoDraft:
 
     @property
     def speed(self) -> float:
-        """Measured / calibrated time of a plain step (1.0 until parked rounds say otherwise)."""
+        """Measured / calibrated time of a plain step (1.0 unless adapting and parked rounds say otherwise)."""
+        if not self.adapt:
+            return 1.0
         v0, (ms, n) = self.costs.verify[0], self.plain
         return (ms + self.strength * v0) / ((n + self.strength) * v0)
 
     @property
     def extra(self) -> float:
-        """A chain round's mean time beyond its calibrated forward and drafting, at today's speed."""
+        """A chain round's time beyond its calibrated forward and drafting (adapting: its mean so far, at
+        today's speed)."""
+        if not self.adapt:
+            return self.costs.loop_ms
         ms, calibrated, n = self.drafting
         return (ms - self.speed * calibrated) / (n + self.strength)
 
     @property
     def tree_extra(self) -> float:
         """The same for tree rounds, which may cost more in the loop than calibrated (DSpark syncs once per
-        depth): measured on tree rounds, from a prior of the drafting rounds' extra worth `strength` rounds."""
+        depth): calibrated; adapting, measured on tree rounds, from a prior of the drafting rounds' extra
+        worth `strength` rounds."""
+        if not self.adapt:
+            return self.costs.tree_loop_ms
         over, n = self.tree_rounds
         return (over + self.strength * self.extra) / (n + self.strength)
 
@@ -251,10 +270,13 @@ class AutoDraft:
 
     def observe(self, drafted: int, accepted: int, ms: float | None = None, steady: bool = True,
                 levels: list[tuple[int, int]] | None = None) -> None:
-        """A round verified `drafted` drafts, `accepted` of them survived, and it took `ms` (if timed);
-        `levels`: a tree round's (rank that landed, choices) per depth. A parked round times a plain step
+        """A round verified `drafted` drafts, `accepted` of them survived, and it took `ms` (if timed: read
+        only when adapting); `levels`: a tree round's (rank that landed, choices) per depth. A parked round
+        times a plain step
         only when `steady`: it dispatched exactly one step and no probe (pipelining puts two steps in
         the first round of a parked run, none in its last)."""
+        if not self.adapt:
+            ms = None  # the choices follow the calibration and the acceptance alone
         if drafted:
             self.acceptance.discount()
             tree = levels is not None and any(width > 1 for _, width in levels)

@@ -21,6 +21,7 @@ import mlx.core as mx
 from .atomic import write_json
 from .autodraft import RANKS, Acceptance, Costs
 from .engine import Engine, draft_length
+from .results import Round
 from .progress import Progress, quiet
 from .verify import Sampling
 
@@ -29,7 +30,8 @@ HEAD_NAMES = {"dspark": "DSpark", "dflash": "DFlash"}
 CALIBRATION_PROMPTS = ("Explain why the sky is blue to a ten-year-old.",
                        "Write a Python function that returns the n-th Fibonacci number, then explain it.",
                        "A train travels 180 km in 2.5 hours. What is its average speed? Show the steps.")
-VERSION = 7  # bump when what calibrate() measures changes
+VERSION = 8  # bump when what calibrate() measures changes
+LOOP_DRAFTS = 3  # the chain length whose rounds in real generations measure the loop's own cost (loop_ms)
 
 
 
@@ -51,11 +53,34 @@ def calibrate(target: Any, head: Any, runs: int = 11, context: int = 64,
     draft length and a few pipelined plain steps in turn (the first run warms up), and each cost is the
     median of its runs. Eleven of them: with five, a drafting round's cost over a plain step moved 4-5%
     from one calibration to the next on pocket, and the result is kept: one that put DFlash's rounds of
-    1 and 2 drafts 5% too dear left a math prompt parked for a day where cap 2 gains 7-12%."""
-    steps = runs + 1 + len(CALIBRATION_PROMPTS)  # the runs (one warms up), then the prior's generations
+    1 and 2 drafts 5% too dear left a math prompt parked for a day where cap 2 gains 7-12%.
+
+    Last, what a round costs in a real generation beyond those parts (loop_extras): auto weighs it with
+    them, and never its own generation's timings (spec.autodraft), so a race repeats round for round."""
+    n = len(CALIBRATION_PROMPTS)
+    steps = runs + 1 + 2 * n  # the runs (one warms up), the prior's generations, the loop's
     runs_ms = timed_runs(target, head, runs, context, lambda i: progress((i + 1) / steps))
-    prior, second = acceptance_prior(target, head, lambda i: progress((runs + 2 + i) / steps))
-    return costs_of(runs_ms, head.max_drafts, prior, second)
+    rounds: list[Round] = []
+    prior, second = acceptance_prior(target, head, lambda i: progress((runs + 2 + i) / steps), rounds.append)
+    costs = costs_of(runs_ms, head.max_drafts, prior, second)
+    for i, prompt in enumerate(CALIBRATION_PROMPTS):
+        Engine(target, head, max_draft=min(LOOP_DRAFTS, head.max_drafts)).generate(prompt, 24, on_round=rounds.append)
+        progress((runs + 2 + n + i) / steps)
+    costs.loop_ms, costs.tree_loop_ms = loop_extras(costs, rounds)
+    return costs
+
+
+def loop_extras(costs: Costs, rounds: list[Round]) -> tuple[float, float]:
+    """The median time a drafting round of a real generation took beyond its calibrated forward and
+    drafting (and a tree's extra), chains and trees apart (a tree's: the chains' where there was none),
+    never below 0. A generation's prefill and first round (the head takes in the whole prompt) are left out."""
+    extra: dict[bool, list[float]] = {False: [], True: []}
+    for r in rounds:
+        if r.index >= 2 and r.drafted:
+            calibrated = costs.verify[r.drafted] + costs.draft[r.drafted] + (costs.tree_ms if r.is_tree else 0.0)
+            extra[r.is_tree].append(1000 * r.seconds - calibrated)
+    chain = max(0.0, statistics.median(extra[False])) if extra[False] else 0.0
+    return chain, max(0.0, statistics.median(extra[True])) if extra[True] else chain
 
 
 class WarmPair:
@@ -137,17 +162,18 @@ def costs_of(runs_ms: list[list[float]], K: int, prior: list[float], second: lis
                  list(second) if len(med) > 2 * K + 2 else [], tree_ms)
 
 
-def acceptance_prior(target: Any, head: Any, done: Callable[[int], None] = lambda i: None
-                     ) -> tuple[list[float], list[float]]:
+def acceptance_prior(target: Any, head: Any, done: Callable[[int], None] = lambda i: None,
+                     on_round: Callable[[Round], Any] = lambda r: None) -> tuple[list[float], list[float]]:
     """How often each draft position lands on the calibration prompts (one per domain), smoothed; and
     where the target can branch (the rounds then verify trees of the head's block), how often its
-    second, third, ... choice lands where the ones before it missed (all positions together)."""
+    second, third, ... choice lands where the ones before it missed (all positions together). Each
+    round goes to `on_round` too."""
     K = head.max_drafts
     branches = target.check_trees() == ""
     seen = Acceptance([0.0] * K, strength=0.0, second=[0.0] * (RANKS - 1) if branches else ())
     for i, prompt in enumerate(CALIBRATION_PROMPTS):
         Engine(target, head, tree=K if branches else 0).generate(
-            prompt, 32, on_round=lambda r: r.levels and seen.observe_levels(list(r.levels)))
+            prompt, 32, on_round=lambda r: (on_round(r), r.levels and seen.observe_levels(list(r.levels))))
         done(i)
     prior = monotone([(a + 1) / (t + 2) for a, t in zip(seen.accepted, seen.tried)], rising=False)
     second = [(sum(a[r] for a in seen.accepted_r) + 1) / (sum(t[r] for t in seen.tried_r) + 2)

@@ -45,16 +45,18 @@ class Engine:
     def __init__(self, target: Target, drafter: Drafter | None = None, *, max_draft: int | str = 0,
                  sampling: Sampling = Sampling(), confidence_threshold: float = 0.0, name: str | None = None,
                  profile: bool = False, thinking: bool = False, costs: autodraft.Costs | None = None,
-                 tree: int | None = None, markov: bool = True):
+                 tree: int | None = None, markov: bool = True, adapt: bool = False):
         """profile: sync once more per round, after drafting, to time the drafter on its own.
         thinking: the chat template's enable_thinking for text prompts (off, as the heads are benchmarked).
         costs: what max_draft="auto" weighs, measured for this pair (spec.calibrate.costs_for).
         tree: verify at most this many drafts as a tree, at most max_draft deep (0: chains; None: chains
         at a fixed length, and trees up to the head's block allowed with "auto", which picks chain or tree
         and its size every round); a target whose layers cannot branch verifies chains (tree_note: why).
-        markov: off, a DSpark head drafts every slot from its backbone alone, in parallel (an ablation)."""
+        markov: off, a DSpark head drafts every slot from its backbone alone, in parallel (an ablation).
+        adapt: "auto" also follows this generation's own timings (the chooser before issue 39, which made
+        two races of one prompt diverge; kept for the benchmark that compares it: spec.autodraft)."""
         self.target, self.drafter, self.sampling, self.profile = target, drafter, sampling, profile
-        self.thinking, self.markov = thinking, markov
+        self.thinking, self.markov, self.adapt = thinking, markov, adapt
         self.costs = None  # measured round costs when the draft length is chosen per round ("auto")
         max_draft = draft_length(max_draft)
         if drafter is not None and max_draft == "auto":

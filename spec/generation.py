@@ -47,7 +47,8 @@ class Generation:
         d = self.engine.drafter
         self.draft_cache = d.make_cache() if d is not None else None
         self.policy = (None if self.engine.costs is None
-                       else autodraft.AutoDraft(self.engine.costs, self.engine.max_draft, max_nodes=self.engine.tree))
+                       else autodraft.AutoDraft(self.engine.costs, self.engine.max_draft, max_nodes=self.engine.tree,
+                                                adapt=self.engine.adapt))
         self.pending: list[mx.array] = []  # target taps of committed tokens the drafter has not seen
         self.queued: mx.array | None = None  # plain steps: the next token, already dispatched
         self.next_k: int | None = None  # the next round's draft length, when decided ahead

@@ -74,14 +74,32 @@ def test_a_parked_generation_drafts_again_only_for_a_clear_gain():
     assert strong.next() == 1  # 18% is
 
 
-def test_measured_round_times_correct_the_calibrated_costs():
+def test_the_chooser_weighs_the_calibrated_loop_cost_and_never_its_own_timings():
+    """Issue 39: the same acceptance gives the same choices whatever the rounds took; what a round in
+    the loop costs beyond its parts comes from the calibration (loop_ms)."""
+    rates = dict(verify=[10.0, 12.0], draft=[0.0, 1.0], prior=[0.9])
+    quiet, busy = AutoDraft(Costs(**rates), max_k=1), AutoDraft(Costs(**rates), max_k=1)
+    for auto, ms in ((quiet, 13.0), (busy, 90.0)):  # the same rounds, one machine 7x slower for a while
+        for _ in range(6):
+            auto.observe(drafted=0, accepted=0, ms=ms * 0.8)
+            auto.observe(drafted=1, accepted=1, ms=ms)
+    assert quiet.chosen == busy.chosen and quiet.next() == busy.next() == 1  # 1.9 / 13 beats 1 / 10
+    assert (busy.speed, busy.extra) == (1.0, 0.0)
+    dear = AutoDraft(Costs(**rates, loop_ms=7.0), max_k=1)  # a round in the loop costs 7 ms more than its parts
+    assert dear.next() == 0  # 1.9 / 20 < 1 / 10: park
+    tree = AutoDraft(Costs(**rates, loop_ms=1.0, tree_loop_ms=3.0), max_k=1)
+    assert (tree.extra, tree.tree_extra) == (1.0, 3.0)
+
+
+def test_the_adapting_chooser_before_issue_39_corrects_costs_with_its_own_rounds():
+    """adapt=True (a benchmark row): measured round times correct the calibrated costs."""
     costs = Costs(verify=[10.0, 12.0], draft=[0.0, 1.0], prior=[0.5])
-    auto = AutoDraft(costs, max_k=1, strength=2.0)
+    auto = AutoDraft(costs, max_k=1, strength=2.0, adapt=True)
     assert auto.next() == 1  # 1.5 tokens / 13 ms beats 1 / 10 ms on paper
     for _ in range(6):
         auto.observe(drafted=1, accepted=0, ms=13.0)  # the head never lands, and the model's cost holds
     assert auto.next() == 0 and (auto.speed, auto.extra) == (1.0, 0.0)
-    auto = AutoDraft(Costs(verify=[10.0, 12.0], draft=[0.0, 1.0], prior=[0.9]), max_k=1, strength=2.0)
+    auto = AutoDraft(Costs(verify=[10.0, 12.0], draft=[0.0, 1.0], prior=[0.9]), max_k=1, strength=2.0, adapt=True)
     assert auto.next() == 1  # 1.9 / 13 beats 1 / 10
     for _ in range(6):
         auto.observe(drafted=0, accepted=0, ms=8.0)  # steady plain steps run 20% faster than calibrated
@@ -90,6 +108,22 @@ def test_measured_round_times_correct_the_calibrated_costs():
     assert auto.speed == pytest.approx((48 + 20) / 80)
     assert auto.extra == pytest.approx((6 * 23 - auto.speed * 6 * 13) / 8)
     assert auto.next() == 0  # 1.9 / 20.5 < 1 / 8.5: the measured loop says park
+
+
+def test_the_calibration_measures_the_loops_own_cost():
+    from spec.calibrate import loop_extras
+    from spec.results import Round
+
+    costs = Costs(verify=[10.0, 12.0, 13.0], draft=[0.0, 1.0, 2.0], prior=[0.5, 0.4], tree_ms=1.0)
+
+    def rnd(index, drafted, ms, tree=False):
+        return Round("x", index, [1], 0, drafted, "", ms / 1000, parents=(0, 0) if tree else tuple(range(drafted)))
+
+    rounds = [rnd(0, 0, 500), rnd(1, 2, 90), rnd(2, 0, 10), rnd(2, 1, 15), rnd(3, 2, 17), rnd(4, 2, 18),
+              rnd(5, 2, 21, tree=True)]
+    assert loop_extras(costs, rounds) == (2.0, 5.0)  # chains 2, 2, 3 ms over (first round left out); tree 21-16
+    assert loop_extras(costs, rounds[:-1]) == (2.0, 2.0)  # no tree rounds: the chains' extra
+    assert loop_extras(costs, [rnd(2, 1, 5)]) == (0.0, 0.0)  # faster than its parts: noise, never below 0
 
 
 def test_parked_steps_pipeline_probe_in_the_shadow_and_keep_every_tap_for_the_drafter(tiny_dir, qwen3, monkeypatch):
