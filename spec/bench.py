@@ -44,6 +44,9 @@ def main(argv: list[str]) -> int:
                         "our greedy, the reference, always runs")
     h.add_argument("--vocab-ablation", action="store_true",
                    help="also run the full-block rows drafting over the whole vocabulary (the drafter cost it saves)")
+    h.add_argument("--adapting", action="store_true",
+                   help="also run auto as it was before issue 39, its choices following each generation's own round "
+                        "times (rows 'auto, adapting'), beside today's auto (calibration and acceptance alone)")
     h.add_argument("--sweep", action="store_true",
                    help="instead: the app's domain sweep (one race per prompt: DSpark, DFlash, greedy)")
     h.add_argument("--race-vs-solo", action="store_true",

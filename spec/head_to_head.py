@@ -60,13 +60,15 @@ class Method:
     cap: int | str = 0  # drafts verified per round; 0 = the head's whole block; "auto": chosen every round
     whole_vocab: bool = False  # ignore the head's draft vocabulary (spec.vocab): the cost it saves
     tree: int | None = None  # drafts verified as a tree of this many nodes (0: chains; None: auto's default, trees)
+    adapt: bool = False  # auto as before issue 39: following each generation's own timings (spec.autodraft)
 
 
 
-def methods(heads: dict, vocab_ablation: bool = False) -> list[Method]:
+def methods(heads: dict, vocab_ablation: bool = False, adapting: bool = False) -> list[Method]:
     """The original release's rows: greedy, mlx-lm, DSpark caps 2 / 4 / full, DFlash caps 2 / full, and
     each head's full block as a tree of as many nodes, auto (trees allowed) and auto with chains only;
-    vocab_ablation adds the full caps drafting over the whole vocabulary (heads with a draft vocabulary)."""
+    vocab_ablation adds the full caps drafting over the whole vocabulary (heads with a draft vocabulary);
+    adapting adds auto as it was before issue 39 (its choices following its own round times)."""
     out = [Method("greedy (ours)", "greedy"), Method("greedy (mlx-lm)", "mlx-lm")]
     for kind, label, caps in (("dspark", "DSpark", (2, 4)), ("dflash", "DFlash", (2,))):
         if kind not in heads:
@@ -79,6 +81,8 @@ def methods(heads: dict, vocab_ablation: bool = False) -> list[Method]:
         out.append(Method(f"{label} tree ({full})", kind, full, tree=full))
         out.append(Method(f"{label} auto", kind, "auto"))
         out.append(Method(f"{label} auto, chains", kind, "auto", tree=0))
+        if adapting:
+            out.append(Method(f"{label} auto, adapting", kind, "auto", adapt=True))
     return out
 
 
@@ -110,7 +114,7 @@ def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_n
         return {"ids": ids, "tok_s": tps, "decode_tok_s": decode_tps, "accept": [], "draft_s": 0.0, "decode_s": 0.0}
     head = heads.get(m.kind)
     eng = Engine(target, head, max_draft=m.cap, sampling=sampling, name=m.name, profile=profile,
-                 costs=costs_for(target, head, m.cap), tree=m.tree)
+                 costs=costs_for(target, head, m.cap), tree=m.tree, adapt=m.adapt)
     vocab = head.draft_vocab if head is not None else None
     if m.whole_vocab:
         head.draft_vocab = None
@@ -129,7 +133,7 @@ def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_n
 
 def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int = 3, max_new_tokens: int = 96,
                  temperature: float = 0.0, seed: int = 0, progress: bool = True,
-                 vocab_ablation: bool = False, only: Sequence[str] = ()) -> "Any":
+                 vocab_ablation: bool = False, only: Sequence[str] = (), adapting: bool = False) -> "Any":
     """Every method on every prompt, `trials` times (median tok/s), after a warm-up. The trials take
     turns (every method once, then again): a machine whose speed drifts slows all of them alike.
 
@@ -141,7 +145,7 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
     from .verify import Sampling
 
     sampling = Sampling(temperature, seed=seed)
-    ms = [m for m in methods(heads, vocab_ablation)
+    ms = [m for m in methods(heads, vocab_ablation, adapting)
           if m.kind == "greedy" or not only or any(w.lower() in m.name.lower() for w in only)]
     encoded = [(p["domain"], target.encode_chat(p["prompt"])) for p in prompts]
     for m in ms:  # warm-up: compile paths, fill allocator caches
@@ -186,7 +190,7 @@ def run_head_to_head(a: argparse.Namespace) -> int:
     def bench(arena: Any, prompts: list[dict]) -> tuple[Any, str]:
         runs = arena.call(lambda: head_to_head(
             arena.target, arena.heads, prompts, trials=a.trials, max_new_tokens=a.max_new_tokens,
-            temperature=a.temperature, vocab_ablation=a.vocab_ablation,
+            temperature=a.temperature, vocab_ablation=a.vocab_ablation, adapting=a.adapting,
             only=[w.strip() for w in (a.methods or "").split(",") if w.strip()]))
         auto = runs["method"].str.contains(" auto").any()
         return runs, cost_model(arena, a.preset if not a.target else a.target) if auto else ""

@@ -74,6 +74,17 @@ def test_vocab_ablation_adds_whole_vocabulary_rows(qwen3, tiny_dir):
     assert head.draft_vocab is not None  # the ablation row put the head back as it was
 
 
+def test_adapting_adds_the_chooser_before_issue_39_beside_todays(qwen3, tiny_dir):
+    from spec.dflash import load_dflash
+
+    heads = {"dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), qwen3)}
+    assert not any(m.adapt for m in h2h.methods(heads))  # only on request
+    runs = h2h.head_to_head(qwen3, heads, [{"domain": "code", "prompt": "hi"}], trials=1, max_new_tokens=6,
+                            progress=False, only=["auto"], adapting=True)
+    assert list(dict.fromkeys(runs["method"])) == ["greedy (ours)", "DFlash auto", "DFlash auto, chains",
+                                                   "DFlash auto, adapting"]
+
+
 def test_race_vs_solo_smoke(tiny_dir, tmp_path):
     out = tmp_path / "race"
     p = subprocess.run([sys.executable, "-m", "spec", "bench", "--race-vs-solo", "--target", str(tiny_dir / "qwen3"),
