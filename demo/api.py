@@ -44,7 +44,8 @@ class RaceResult(TypedDict):
     models: dict[str, str]  # target / dspark / dflash -> the name of what is loaded
     positions: dict[str, list[dict[str, int]]]  # head -> per draft slot i (a depth of a tree): {"slot": i,
     # "reached": rounds that verified slot i after every earlier slot landed, "landed": rounds where it landed}
-    confidence: dict[str, Any]  # DSpark with a confidence head: {"rounds", "used" (its threshold), "bins": [{"low",
+    confidence: dict[str, Any]  # DSpark with a confidence head: {"rounds" (chain rounds checked), "drafted_as_trees"
+    # (drafting rounds left out: a tree carries no estimates), "used" (its threshold), "bins": [{"low",
     # "high", "slots", "landed", "mean_estimate"}], "cuts": [{"threshold", "verified", "landed", "saved", "lost",
     # "unknown"}]}: its estimates against what landed, and what each slider value would save or lose
 

@@ -5,7 +5,7 @@ Only drawn here: the numbers come from spec.confidence."""
 
 from __future__ import annotations
 
-from demo.lanes import esc
+from demo.lanes import esc, plural
 
 COLOR = "#7c3aed"
 FEW = 5  # a bin with fewer slots is drawn faded
@@ -31,7 +31,7 @@ def confidence_chart(record: dict | None) -> str:
         share = b["landed"] / b["slots"]
         top = TOP + H * (1 - share)
         tip = (f"estimates {b['low']:.1f}-{b['high']:.1f} (mean {b['mean_estimate']:.2f}): {b['landed']} of "
-               f"{b['slots']} slots landed ({100 * share:.0f}%)")
+               f"{plural(b['slots'], 'slot')} landed ({100 * share:.0f}%)")
         faded = ' opacity="0.35"' if b["slots"] < FEW else ""
         parts.append(f'<rect x="{x + 2}" y="{top}" width="{step - 4}" height="{max(0.5, TOP + H - top)}" '
                      f'class="bar dspark" fill="{COLOR}"{faded}><title>{esc(tip)}</title></rect>'
@@ -49,14 +49,22 @@ def confidence_chart(record: dict | None) -> str:
 
 
 def reading(record: dict) -> str:
-    """One line: how far the estimates are from what landed, over all slots checked."""
+    """How far the estimates are from what landed, over all slots checked; where the race drafted trees,
+    which rounds those are: chain rounds only, of the drafting rounds the per-slot chart counts, and why."""
     slots = sum(b["slots"] for b in record["bins"])
     landed = sum(b["landed"] for b in record["bins"])
     said = sum(b["mean_estimate"] * b["slots"] for b in record["bins"] if b["slots"])
     if not slots:
         return "No slot reached yet."
-    return (f"Over {slots} slots in {record['rounds']} rounds the head expected {100 * said / slots:.0f}% to land; "
-            f"{100 * landed / slots:.0f}% did.")
+    chains, trees = record["rounds"], record.get("drafted_as_trees", 0)
+    line = (f"Over {plural(slots, 'slot')} in {plural(chains, 'round')} the head expected "
+            f"{100 * said / slots:.0f}% to land; {100 * landed / slots:.0f}% did.")
+    if trees:  # how many is left unsaid: a lane's "trees in N rounds" counts only the trees that branched
+        others = ("the other was drafted as a tree, which carries" if trees == 1
+                  else "the others were drafted as trees, which carry")
+        line += (f" Chain rounds only: {chains} of the {plural(chains + trees, 'drafting round')}; {others} no "
+                 "confidence estimates.")
+    return line
 
 
 def cuts_html(record: dict) -> str:
@@ -64,7 +72,7 @@ def cuts_html(record: dict) -> str:
     rows = []
     for c in record["cuts"]:
         mark = ' class="used"' if abs(c["threshold"] - record.get("used", 0.0)) < 1e-9 else ""
-        unknown = f" ({c['unknown']} rounds not judged)" if c["unknown"] else ""
+        unknown = f" ({plural(c['unknown'], 'round')} not judged)" if c["unknown"] else ""
         rows.append(f'<tr{mark}><td>{c["threshold"]:.1f}</td><td>{c["saved"]} of {c["verified"]}</td>'
                     f'<td>{c["lost"]} of {c["landed"]}{unknown}</td></tr>')
     used = record.get("used", 0.0)

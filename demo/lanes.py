@@ -25,6 +25,11 @@ def fmt(x: float | None, digits: int = 2, prefix: str = "", suffix: str = "") ->
     return "–" if x is None else f"{prefix}{x:,.{digits}f}{suffix}"
 
 
+def plural(n: int, word: str, words: str = "") -> str:
+    """'1 round', '2 rounds' ('1 guess', '2 guesses' with words="guesses")."""
+    return f"{n:,} {word if n == 1 else words or word + 's'}"
+
+
 class Lane:
     """One engine's column: the text of each round, as pieces of accepted drafts ("acc") and of the
     target's own tokens ("own"), appended as the engine streams them. Where a round's draft was rejected,
@@ -103,14 +108,13 @@ def meters_html(name: str, lane: Lane | None, speedup: float | None, absent: str
                    for v, k, tip in cells)
     badges = verdict_badge(lane.verdict) if name != "greedy" else (
         f'<span class="verdict base">{"its own sample" if lane.sampled else "reference"}</span>' if lane.done else "")
-    if name != "greedy" and m is not None and m.drafted and o is None:
+    if name != "greedy" and m is not None and m.drafted and o is None:  # its tree is drawn under its text
         last = m.last if m.drafted[-1] else None
-        badges += (f'<span class="chosen" title="drafts verified in the last round">{esc(round_badge(last))}</span>'
-                   + tree_svg(last, name))
+        badges += f'<span class="chosen" title="drafts verified in the last round">{esc(round_badge(last))}</span>'
     elif name != "greedy" and m is not None and m.last_tree is not None:  # finished: how often it branched
-        tip = "rounds whose drafts were verified as a tree; the picture: the last of them"
-        badges += (f'<span class="chosen" title="{tip}">trees in {m.tree_rounds} of {m.rounds} rounds</span>'
-                   + tree_svg(m.last_tree, name, "the last tree round"))
+        tip = "rounds whose drafts were verified as a tree; the picture under the text: the last of them"
+        badges += (f'<span class="chosen" title="{tip}">trees in {m.tree_rounds} of '
+                   f'{plural(m.rounds, "round")}</span>')
     if o is not None and o.status != "finished":
         badges += f'<span class="cut {o.status.split()[0]}" title="how this lane ended">{esc(o.status)}</span>'
     if o is not None and o.place is not None:
@@ -126,12 +130,33 @@ def text_html(name: str, lane: Lane | None, idle: bool = False) -> str:
     if not lane.spans:
         word = ("Press Run race." if idle else "(no text)" if lane.done
                 else f"reading the prompt… {lane.progress}" if lane.progress else "waiting for the first token…")
-        return f'<div class="lane-text {name}"><span class="muted">{word}</span></div>'
+        return f'<div class="lane-text {name}"><span class="muted">{word}</span></div>{tree_figure(name, lane)}'
     paint = name != "greedy"
     parts = [span_html(kind, text, missed) if paint else html.escape(text, quote=False)
              for kind, text, missed in lane.spans]
     caret = "" if lane.done else '<span class="caret"></span>'
-    return f'<div class="lane-text {name}">{"".join(parts)}{caret}</div>'
+    return f'<div class="lane-text {name}">{"".join(parts)}{caret}</div>{tree_figure(name, lane)}'
+
+
+def tree_figure(name: str, lane: Lane) -> str:
+    """Under a head's text: the tree its latest round verified (live) or its last tree round (finished),
+    captioned in words a phone shows without hover. Under the text, not on the card, so that the three
+    lanes' texts start at one height."""
+    m = lane.meter
+    if name == "greedy" or m is None or not m.drafted:
+        return ""
+    finished = lane.outcome is not None
+    r = m.last_tree if finished else (m.last if m.drafted[-1] else None)
+    if r is None or not r.is_tree:
+        return ""
+    which = "The last tree round" if finished else "The last round's tree"
+    landed = f"{r.accepted} landed" if r.accepted else "none landed"
+    return (f'<figure class="lane-tree {name}">{tree_svg(r, name, which.lower())}<figcaption>'
+            f'<b>{which}</b>: {plural(r.drafted, "draft")} verified in one forward, {landed}.<br>'
+            '<span class="tree-key"><i class="hit"></i>the committed path</span> '
+            '<span class="tree-key"><i class="miss"></i>drafts not taken</span><br>'
+            "Left to right: the last committed token, then slots 1, 2, …; where it branches, the head's "
+            "guesses, its best on top.</figcaption></figure>")
 
 
 def span_html(kind: str, text: str, missed: str = "") -> str:

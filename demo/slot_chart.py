@@ -6,7 +6,7 @@ Only drawn here: the counts come from spec.slots."""
 
 from __future__ import annotations
 
-from demo.lanes import esc
+from demo.lanes import esc, plural
 
 HEADS = {"dspark": ("DSpark", "#7c3aed"), "dflash": ("DFlash", "#0891b2")}
 FEW = 5  # a slot reached by fewer rounds is drawn faded: its share rests on too few rounds to compare
@@ -40,7 +40,7 @@ def slot_chart(positions: dict[str, list[dict]], title: str = TITLE) -> str:
             reached, landed = rows[i]["reached"], rows[i]["landed"]
             share, (name, color) = landed / reached, HEADS[h]
             x, top = x0 + j * BAR, TOP + HEIGHT * (1 - landed / reached)
-            tip = (f"{name}, slot {i + 1}: landed in {landed} of the {reached} rounds that reached it "
+            tip = (f"{name}, slot {i + 1}: landed in {landed} of the {plural(reached, 'round')} that reached it "
                    f"({100 * share:.0f}%)")
             faded = ' opacity="0.35"' if reached < FEW else ""
             parts.append(f'<rect x="{x}" y="{top}" width="{BAR - 1}" height="{max(0.5, TOP + HEIGHT - top)}" '
@@ -65,5 +65,6 @@ def reading(positions: dict[str, list[dict]]) -> str:
         first = rows[0]
         deepest = max((r["slot"] for r in rows if r["landed"]), default=0)
         out.append(f"{HEADS[h][0]}: 1st draft lands {100 * first['landed'] / first['reached']:.0f}% of "
-                   f"{first['reached']} rounds, " + (f"deepest landed slot {deepest}" if deepest else "none landed"))
+                   f"{plural(first['reached'], 'round')}, "
+                   + (f"deepest landed slot {deepest}" if deepest else "none landed"))
     return "; ".join(out)

@@ -11,6 +11,11 @@ below a threshold (the Settings' slider). Two questions a viewer can then ask of
   verify rows it would save and the landed drafts it would lose. Exact for thresholds at or above the one
   the race ran with; below it, a round whose draft the race's own cut ended never verified the drafts a
   lower threshold would keep, so such rounds are left out of that threshold's count (and counted).
+
+Only chain rounds carry estimates: a round DSpark drafts as a tree has none (its confidence head scores a
+chain's slots, each given the slots before it), even where that tree did not branch. Such rounds are
+counted (`drafted_as_trees`), so a page can say why this check covers fewer rounds than the per-slot counts
+(spec.slots), which count every drafting round.
 """
 
 from __future__ import annotations
@@ -32,15 +37,21 @@ class ConfidenceCheck:
 
     def __init__(self) -> None:
         self.rounds: list[tuple[tuple[float, ...], int, int]] = []
+        self.drafted_as_trees = 0  # drafting rounds without estimates (counted, not checked)
 
     def add(self, estimates: Sequence[float], verified: int, landed: int) -> None:
-        """One chain round (a round without estimates, a plain step or a tree, adds nothing)."""
-        if estimates and verified:
+        """One round: a chain round's estimates are checked; a drafting round without any (a tree) is only
+        counted; a plain step (nothing verified) adds nothing."""
+        if not verified:
+            return
+        if estimates:
             self.rounds.append((tuple(estimates), verified, landed))
+        else:
+            self.drafted_as_trees += 1
 
     def copy(self) -> "ConfidenceCheck":
         out = ConfidenceCheck()
-        out.rounds = list(self.rounds)
+        out.rounds, out.drafted_as_trees = list(self.rounds), self.drafted_as_trees
         return out
 
     def bins(self) -> list[dict]:
@@ -71,6 +82,7 @@ class ConfidenceCheck:
                 "unknown": unknown}
 
     def record(self, used: float = 0.0) -> dict:
-        """As the API gives it: the bins, the cut at each slider value, and the threshold the race used."""
-        return {"rounds": len(self.rounds), "used": used, "bins": self.bins(),
-                "cuts": [self.cut(t) for t in THRESHOLDS]}
+        """As the API gives it: the chain rounds checked and the tree rounds left out, the bins, the cut at
+        each slider value, and the threshold the race used."""
+        return {"rounds": len(self.rounds), "drafted_as_trees": self.drafted_as_trees, "used": used,
+                "bins": self.bins(), "cuts": [self.cut(t) for t in THRESHOLDS]}

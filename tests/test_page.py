@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from demo.lanes import Lane, meters_html  # noqa: E402
+from demo.lanes import Lane, meters_html, text_html  # noqa: E402
 from demo.notes import below_greedy_html  # noqa: E402
 from demo.view import View  # noqa: E402
 from test_outcome import race, result  # noqa: E402
@@ -67,8 +67,8 @@ def test_a_lane_cut_by_max_tokens_says_so():
 
 
 def test_a_lane_shows_its_last_rounds_tree_and_the_branch_that_landed():
-    """Live, a drafting lane's card names what its last round verified; a tree round is drawn, its
-    committed path in the lane's colour, and the badge says which guess landed where."""
+    """Live, a drafting lane's card names what its last round verified; a tree round is drawn under the
+    lane's text, its committed path in the lane's colour, and the badge says which guess landed where."""
     from spec.race import Meter
     from spec.results import Round
 
@@ -79,14 +79,14 @@ def test_a_lane_shows_its_last_rounds_tree_and_the_branch_that_landed():
                  path=(0, 2, 3))
     lane.meter.add(tree)
     card = meters_html("dflash", lane, 1.0)
-    assert "tree of 4: landed 2 via the 2nd guess at depth 1" in card
-    svg = re.search(r'<svg class="round-tree dflash".*?</svg>', card).group(0)
+    assert "tree of 4: landed 2 via the 2nd guess at depth 1" in card and "<svg" not in card
+    svg = re.search(r'<svg class="round-tree dflash".*?</svg>', text_html("dflash", lane)).group(0)
     assert svg.count("<circle") == 5 and svg.count("<line") == 4
     assert svg.count('line x1') == 4 and svg.count('class="hit"/>') == 2 + 3  # 2 edges and 3 nodes on the path
     chain = Round("dflash", 2, [5, 6], 1, 3, "", 0.1, levels=((1, 1), (0, 1)), parents=(0, 1, 2), path=(0, 1))
     lane.meter.add(chain)
     card = meters_html("dflash", lane, 1.0)
-    assert "drafting 3" in card and "<svg" not in card  # a chain: its length, no picture
+    assert "drafting 3" in card and "<svg" not in text_html("dflash", lane)  # a chain: its length, no picture
     lane.meter.add(Round("dflash", 3, [9], 0, 0, "", 0.1))
     assert "parked: plain step" in meters_html("dflash", lane, 1.0)
     from spec.outcome import Outcome  # finished: how often it branched, and the last tree round's picture
@@ -94,7 +94,8 @@ def test_a_lane_shows_its_last_rounds_tree_and_the_branch_that_landed():
     lane.outcome = Outcome.of({"dflash": result("dflash", 2.0)}).lanes["dflash"]
     card = meters_html("dflash", lane, 1.0)
     assert "trees in 1 of 3 rounds" in card and "parked" not in card
-    assert re.search(r'<svg class="round-tree dflash".*?<title>the last tree round: 4 drafts', card)
+    assert re.search(r'<svg class="round-tree dflash".*?<title>the last tree round: 4 drafts',
+                     text_html("dflash", lane))
     chains = Lane("dflash")
     chains.meter, chains.outcome = Meter(), lane.outcome
     chains.meter.add(chain)
@@ -297,7 +298,7 @@ def test_a_lane_draws_its_last_rounds_tree(app, browser):
         settings(page, False)
         page.click("#run")
         for lane in ("dspark", "dflash"):
-            page.wait_for_selector(f".lane-card.{lane} svg.round-tree", timeout=60_000)
+            page.wait_for_selector(f"#text-{lane} svg.round-tree", timeout=60_000)
             expect(page.locator(f".lane-card.{lane} .chosen")).to_contain_text("tree of 8")
         page.locator("#lanes").screenshot(path=str(artifacts() / "lanes-tree.png"))
         page.click("#stop")
@@ -305,7 +306,11 @@ def test_a_lane_draws_its_last_rounds_tree(app, browser):
         for lane in ("dspark", "dflash"):  # the stopped race keeps each head's last tree and how often it branched
             badge = page.locator(f".lane-card.{lane} .chosen")
             expect(badge).to_contain_text(re.compile(r"trees in \d+ of \d+ rounds"))
-            assert page.locator(f".lane-card.{lane} svg.round-tree").count() == 1
+            assert page.locator(f"#text-{lane} svg.round-tree").count() == 1  # under its text, captioned
+            expect(page.locator(f"#text-{lane} figure.lane-tree figcaption")).to_contain_text("The last tree round")
+        tops = page.evaluate("() => ['dspark', 'dflash', 'greedy'].map(n => "  # each text's box (a long text scrolls in it)
+                             "document.querySelector(`#text-${n} .html-container`).getBoundingClientRect().top)")
+        assert max(tops) - min(tops) <= 3, tops  # the three texts start at one height
 
 
 # -- the page never contradicts itself (issue 28) ----------------------------------------------------
