@@ -136,6 +136,7 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
                  vocab_ablation: bool = False, only: Sequence[str] = (), adapting: bool = False) -> "Any":
     """Every method on every prompt, `trials` times (median tok/s), after a warm-up. The trials take
     turns (every method once, then again): a machine whose speed drifts slows all of them alike.
+    same_rounds: whether every trial committed the same rounds (draft lengths, trees, accepts).
 
     At T = 0 every method's tokens must equal our greedy baseline's: a mismatch raises. `only`: the rows
     whose name holds one of these words (our greedy, the reference, always runs)."""
@@ -178,6 +179,7 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
                 "draft_ms_per_round": 1000 * prof["draft_s"] / max(1, len(prof["accept"])),
                 "draft_share": prof["draft_s"] / verify_s if prof["draft_s"] and verify_s > 0 else 0.0,
                 "drafted": " ".join(map(str, runs[0].get("drafted", []))),
+                "same_rounds": len({(tuple(r.get("drafted", [])), tuple(r["accept"])) for r in runs}) == 1,
                 **as_columns(runs[0].get("positions", [])),
             })
             bar.update(1)

@@ -79,6 +79,8 @@ def summarise(runs: Any, base: str = "greedy (ours)") -> Any:
     out["speedup"] = out["tok/s"] / out["domain"].map(ref)
     if "lossless" in runs:
         out["lossless"] = [cell_verdict(v) for v in g["lossless"].apply(list)]
+    if "same_rounds" in runs:  # the bench's trials of one prompt: the same rounds each time (of the prompts)
+        out["same rounds"] = [f"{sum(v)}/{len(v)}" for v in g["same_rounds"].apply(list)]
     return out
 
 

@@ -83,6 +83,8 @@ def test_adapting_adds_the_chooser_before_issue_39_beside_todays(qwen3, tiny_dir
                             progress=False, only=["auto"], adapting=True)
     assert list(dict.fromkeys(runs["method"])) == ["greedy (ours)", "DFlash auto", "DFlash auto, chains",
                                                    "DFlash auto, adapting"]
+    assert runs[runs["method"] == "DFlash auto"]["same_rounds"].all()  # one trial: trivially the same
+    assert list(h2h.summarise(runs)["same rounds"]) == ["1/1"] * 4
 
 
 def test_race_vs_solo_smoke(tiny_dir, tmp_path):
