@@ -102,7 +102,7 @@ def race_events(stage: Any, prompt: str, knobs: dict[str, Any]) -> Iterator[Any]
     if arena is None:
         raise gr.Error(stage.tell(stage.error or "no model is loaded"), print_exception=False)
     try:
-        settings = settings_of(knobs)
+        settings = settings_of(knobs, arena)
         if not prompt or not prompt.strip():
             raise SpecError("the prompt is empty")
         yield from arena.race(prompt, settings)

@@ -34,9 +34,9 @@ if not __package__:  # `python demo/app.py`: the same start as `python -m demo` 
 import gradio as gr  # noqa: E402 (and the imports below: the guard runs first)
 
 from demo.api import register
-from demo.controls import IN_VIEW_JS, RUN_LABEL, SUBMIT_HINT, armed, released
+from demo.controls import IN_VIEW_JS, PAGE_JS, RUN_LABEL, SUBMIT_HINT, armed, released
 from demo.exposure import REFUSED, Exposure
-from demo.handlers import READY, WAIT_LABEL, WAITING, Handlers, block_sizes
+from demo.handlers import READY, WAIT_LABEL, WAITING, Handlers, block_sizes, can_think
 from demo.knobs import DRAFT_KNOBS, fixed_lengths, page_controls
 from demo.lanes import LANES, esc
 from demo.slot_chart import slot_chart
@@ -45,7 +45,7 @@ from demo.status import error_html
 from demo.story_panel import story_html
 from demo.sweep_tab import busy, sweep_tab
 from demo.texts import FOOT, HERO, LEGEND
-from demo.view import CLOCK, DRAFTS, PLOT_ROUNDS, TABLE_COLUMNS, empty_table, idle_lanes
+from demo.view import CLOCK, DRAFTS, PLOT_ROUNDS, TABLE_COLUMNS, TABLE_LABEL, empty_table, idle_lanes
 from spec.story import shipped_story
 
 DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}
@@ -86,10 +86,11 @@ def build_demo(stage: Stage) -> gr.Blocks:
                     target_id = gr.Textbox(c.target or "", label="Target (hub id or folder)", elem_id="target")
                     dspark_id = gr.Textbox(c.dspark or "", label="DSpark head", elem_id="dspark")
                     dflash_id = gr.Textbox(c.dflash or "", label="DFlash head", elem_id="dflash")
-            auto_length, controls = page_controls(*block_sizes(stage))
+            auto_length, controls = page_controls(*block_sizes(stage), can_think=can_think(stage))
             knobs = [auto_length, *controls.values()]
             lengths = [controls[n] for n in DRAFT_KNOBS]
             auto_length.change(fixed_lengths, auto_length, lengths, queue=False, **private)
+            limited = [*lengths, controls["thinking"]]  # what a loaded model changes (handlers.knob_limits)
         with gr.Tabs(elem_id="modes"):
             with gr.Tab("Race", elem_id="race-tab"):
                 with gr.Row(equal_height=False):
@@ -100,7 +101,6 @@ def build_demo(stage: Stage) -> gr.Blocks:
                         waiting = stage.preparing is not None  # a first start: Run waits for the model
                         run_btn = gr.Button(WAIT_LABEL if waiting else RUN_LABEL, variant="primary", elem_id="run",
                                             interactive=not waiting)
-                        stop_btn = gr.Button("Stop", variant="stop", interactive=False, elem_id="stop")
                         replay_btn = gr.Button("Replay at measured speed", size="sm", elem_id="replay")
                         speed = gr.Radio(["0.5x", "1x", "2x"], value="1x", label="Replay speed", elem_id="replay-speed",
                                          info="for screen recordings")
@@ -114,7 +114,10 @@ def build_demo(stage: Stage) -> gr.Blocks:
                                     pick = gr.Button(text, size="sm", elem_classes=["example"])
                                     pick.click(lambda v: v, pick, prompt, queue=False, **private)
                 story = gr.HTML(story_html(shipped_story()), elem_id="story")  # who wins where, as measured
-                status = gr.HTML(WAITING if waiting else READY, elem_id="status")
+                with gr.Row(equal_height=False, elem_id="race-bar"):  # sticky while a race runs: status and Stop
+                    status = gr.HTML(WAITING if waiting else READY, elem_id="status", min_width=200)
+                    stop_btn = gr.Button("Stop", variant="stop", interactive=False, elem_id="stop", scale=0,
+                                         min_width=84)
                 gr.HTML(LEGEND)
                 lane_out: list[gr.HTML] = []
                 first = idle_lanes(stage)
@@ -134,9 +137,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 gr.HTML(plot_legend(), elem_id="plot-legend")  # the chart's own legend ran off a phone's edge
                 plot_x.change(axis, plot_x, plot, queue=False, **private)
                 why = gr.HTML(f'<div class="why-charts">{slot_chart({})}</div>', elem_id="why")  # slots, confidence
-                table = gr.DataFrame(empty_table(), label="Results, fastest first (speedup and tok/s: end to end, "
-                                     "tokens per engine second; decode-only figures as details)",
-                                     interactive=False, wrap=True, elem_id="table",
+                table = gr.DataFrame(empty_table(), label=TABLE_LABEL, interactive=False, wrap=True, elem_id="table",
                                      column_widths=[f"{w}px" for w in TABLE_COLUMNS.values()])
                 files = gr.File(label="Download the results (CSV, JSON)", file_count="multiple", interactive=False,
                                 elem_id="files", visible=False)
@@ -166,7 +167,8 @@ def build_demo(stage: Stage) -> gr.Blocks:
                     h.sweep_page, {*sweep_inputs, *knobs}, sweep_out, concurrency_id="arena",
                     concurrency_limit=1, show_progress="minimal", **private)
                 sweeping.then(lambda: busy(False), None, sweep_buttons, queue=False, **private)
-                sweeping.then(h.story, None, story, queue=False, **private)  # a finished sweep is the story now
+                sweeping.then(lambda: h.story(mine=True), None, story, queue=False,
+                              **private)  # a finished sweep is the story now (a small one: for this visitor only)
                 sweep_stop.click(h.stop, None, None, queue=False, **private)  # the sweep ends itself and says so
         gr.HTML(FOOT)
         h.bind(prompt, auto_length, controls, sweep_inputs, plot_x)
@@ -174,7 +176,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
         # Loading a model reaches across the page: the header, the Settings, the sliders' limits, the lanes.
         load_in = [preset, target_id, dspark_id, dflash_id]
         load_out = [header, errors, load_errors, preset, custom_box, note, confirm_box, confirm_md, load_btn,
-                    *lengths, *lane_out, story]
+                    *limited, *lane_out, story]
         load_args = dict(concurrency_id="arena", concurrency_limit=1, show_progress="full",
                          show_progress_on=[header], **private)
         preset.input(h.on_preset, preset, [custom_box, note], queue=False, **private).then(
@@ -184,7 +186,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
         confirm_btn.click(h.load, load_in, load_out, **load_args)
         cancel_btn.click(h.cancel_load, None, load_out, queue=False, **private)
         # The page as built shows the server's first moments; each visit and tick brings it up to date.
-        now = [preparing, header, errors, status, run_btn, *lengths, *lane_out, ticks, story]
+        now = [preparing, header, errors, status, run_btn, *limited, *lane_out, ticks, story]
         demo.load(h.prepared, None, now, queue=False, **private)
         ticks.tick(h.prepared, None, now, queue=False, **private)
         register(demo, stage)
@@ -213,8 +215,8 @@ def theme() -> gr.themes.Base:
 
 
 def launch_kwargs() -> dict:
-    """Gradio 6 takes theme and CSS at launch()."""
-    return {"theme": theme(), "css": (Path(__file__).parent / "style.css").read_text()}
+    """Gradio 6 takes theme, CSS and the page's own script at launch()."""
+    return {"theme": theme(), "css": (Path(__file__).parent / "style.css").read_text(), "js": PAGE_JS}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -229,7 +231,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     "(a head not given is left out)")
     ap.add_argument("--dspark", help="DSpark head hub id or folder")
     ap.add_argument("--dflash", help="DFlash head hub id or folder")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if not (args.target or args.dspark or args.dflash):  # an unknown preset: one line and exit 2, before serving
+        from spec.errors import SpecError
+        from spec.presets import get_preset
+
+        try:
+            get_preset(args.preset)
+        except SpecError as e:
+            ap.exit(2, f"error: {e}\n")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

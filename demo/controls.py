@@ -11,12 +11,31 @@ import gradio as gr
 RUN_LABEL = "Run race"
 RACING_LABEL = "Racing…"
 SUBMIT_HINT = "Shift+Enter runs the race; Enter adds a new line."
-# On Run (and Replay): bring the race into view, the status line and its progress strip at the top (it
-# stays there, sticky, while the lanes scroll under it), unless it is already in the upper part of the screen.
+# On Run (and Replay): bring the race into view, the race bar (the status line, its progress strip and Stop)
+# at the top, where it stays (sticky) while the lanes scroll under it, unless it is already in the upper part
+# of the screen. At once, not smoothly: the status is on screen from the first moment of the race.
 IN_VIEW_JS = """() => {
-  const s = document.querySelector('#status');
+  const s = document.querySelector('#race-bar') || document.querySelector('#status');
   if (s) { const top = s.getBoundingClientRect().top;
-           if (top < 0 || top > window.innerHeight * 0.25) window.scrollBy({top: top - 8, behavior: 'smooth'}); }
+           if (top < 0 || top > window.innerHeight * 0.25) window.scrollBy({top: top - 8, behavior: 'instant'}); }
+}"""
+# Once per page (launch's js): whenever the status line turns to a state a user has to read (a race
+# starting, its result, a refusal with its reason), the race bar is brought on screen in the same frame
+# if it is not (the finish unpins it: the full result is too tall to keep pinned on a phone). Updates
+# within one state (the clocks ticking) never scroll, so the lanes can be read while the race runs.
+PAGE_JS = """() => {
+  let last = '';
+  const check = () => {
+    const s = document.querySelector('#status .status');
+    if (!s || s.className === last) return;
+    last = s.className;
+    if (!/\\b(starting|racing|finished|stopped|said)\\b/.test(last)) return;
+    const r = (document.querySelector('#race-bar') || s).getBoundingClientRect();
+    if (r.top < 0 || r.top > window.innerHeight - Math.min(r.height, 120))
+      window.scrollBy({top: r.top - 8, behavior: 'instant'});
+  };
+  new MutationObserver(check).observe(document.body, {subtree: true, childList: true, attributes: true,
+                                                      attributeFilter: ['class']});
 }"""
 
 

@@ -18,7 +18,7 @@ from demo.controls import RUN_LABEL, armed
 from demo.download import download_question, to_download
 from demo.export import save_results
 from demo.exposure import REFUSED
-from demo.knobs import page_values, settings_of
+from demo.knobs import head_blocks, page_values, settings_of
 from demo.lanes import LANES, esc
 from demo.stage import Choice, Stage, describe, preparation_html, preset_note
 from demo.status import error_html
@@ -35,6 +35,7 @@ WAITING = ('<div class="status queued"><span class="pulse wait"></span><b>Prepar
            "as soon as it is ready (the steps show above).</div>")
 READY = '<div class="status">Ready.</div>'
 WAIT_LABEL = "Preparing…"
+LIMITS = 3  # knob_limits' updates: the two draft-length sliders and the thinking box
 
 
 class Handlers:
@@ -44,6 +45,7 @@ class Handlers:
         self.controls: dict[str, Any] = {}
         self.sweep_inputs: list = []
         self.plot_x: Any = None  # the chart's axis choice (round or race clock)
+        self.prefill_rate = 0.0  # prompt tokens per second the last long enough prefill read (this model)
 
     def bind(self, prompt: Any, auto: Any, controls: dict[str, Any], sweep_inputs: list, plot_x: Any = None) -> None:
         """The components whose values the handlers read from an event's `data`."""
@@ -53,9 +55,11 @@ class Handlers:
     # -- the race ----------------------------------------------------------------------------------
 
     def message(self, status: str, error: str = "", reset: bool = False) -> tuple:
-        """Status + error; the lanes keep the last race (or go back to idle when this one never began)."""
+        """Status + error; the lanes keep the last race (or go back to idle when this one never began). The
+        status line says the reason too: it is in view (the page brings it there), the error box may not be."""
         lanes = idle_lanes(self.stage) if reset else [gr.skip()] * (2 * len(LANES))
-        return (f'<div class="status">{esc(status)}</div>', error_html(error), *lanes, *(gr.skip(),) * 5)
+        said = f"{status.rstrip('.')}: {error}" if error else status
+        return (f'<div class="status said">{esc(said)}</div>', error_html(error), *lanes, *(gr.skip(),) * 5)
 
     def arm(self, request: gr.Request) -> tuple:
         """Run clicked: forget a Stop pressed earlier while nothing of ours was queued; Run off, Stop on."""
@@ -79,11 +83,12 @@ class Handlers:
             return
         view: View | None = None
         try:
-            settings = settings_of(page_values(data, self.auto, self.controls))
+            settings = settings_of(page_values(data, self.auto, self.controls), arena)
             if not prompt_text or not prompt_text.strip():
                 raise SpecError("the prompt is empty: type one or click an example")
             view = View.for_arena(arena, settings)
             view.plot_x = data.get(self.plot_x, "round")
+            view.prefill_rate = self.prefill_rate
             yield view.outputs()
             stage.owner, last, recorded = sid, 0.0, []
             for ev in arena.race(prompt_text, settings):
@@ -97,6 +102,7 @@ class Handlers:
                     stage.record(sid, recorded, header)
                     view.files = save_results(view, record, when)
                     view.summary = race_markdown(ev, header)
+                    self.prefill_rate = prefill_rate(ev.outcome) or self.prefill_rate
                 now = time.monotonic()
                 if ev.kind != "round" or now - last >= STREAM_EVERY:
                     last = now
@@ -130,6 +136,7 @@ class Handlers:
         try:
             events, header = read_race(str(path))
         except SpecError as e:
+            gr.Warning(f"Not opened: {e}", duration=10)  # as a refused race says it
             yield self.message("Not opened.", str(e))
             return
         header["source"] = (f"Opened {Path(str(path)).name}: raced {header.get('timestamp', '?')} on "
@@ -181,7 +188,7 @@ class Handlers:
         """The Settings after a load, a refusal or a cancel: the error next to Load, no question open."""
         return (gr.skip(), gr.skip(), error_html(err), gr.Dropdown(value=shown), gr.Group(visible=shown == "custom"),
                 preset_note(shown), gr.Group(visible=False), gr.skip(), gr.Button(visible=True),
-                *(gr.skip(),) * (2 + 2 * len(LANES) + 1))
+                *(gr.skip(),) * (LIMITS + 2 * len(LANES) + 1))
 
     def ask_or_load(self, preset: str, target: str, dspark: str, dflash: str,
                     progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple:
@@ -194,7 +201,7 @@ class Handlers:
             return self.load(preset, target, dspark, dflash, progress)
         ask = download_question(choice, repos)
         return (gr.skip(), gr.skip(), "", gr.skip(), gr.skip(), gr.skip(), gr.Group(visible=True),
-                ask, gr.Button(visible=False), *(gr.skip(),) * (2 + 2 * len(LANES) + 1))
+                ask, gr.Button(visible=False), *(gr.skip(),) * (LIMITS + 2 * len(LANES) + 1))
 
     def cancel_load(self) -> tuple:
         return self.settled(self.stage.serving)
@@ -212,7 +219,7 @@ class Handlers:
         try:
             progress(0.0, desc=f"loading {choice.label}")
             stage.load(choice, lambda step, f: progress(f, desc=step))
-            err = ""
+            err, self.prefill_rate = "", 0.0  # another model reads at another speed
         except Exception as e:
             err = stage.failure(choice, e)
         shown = preset if not err or preset == "custom" else stage.serving  # a failed custom load stays open to fix
@@ -225,11 +232,12 @@ class Handlers:
     def on_preset(preset: str) -> tuple:
         return gr.Group(visible=preset == "custom"), preset_note(preset)
 
-    def story(self) -> str:
-        """Who wins where for the models loaded: their last sweep here, else the shipped table."""
+    def story(self, mine: bool = False) -> str:
+        """Who wins where for the models loaded: their last sweep here, else the shipped table (mine: the
+        session that just swept, which sees its sweep even when it is too small to replace the table)."""
         from spec.story import story_for
 
-        return story_html(story_for(self.stage.names()))
+        return story_html(story_for(self.stage.names(), mine))
 
     # -- a first start -----------------------------------------------------------------------------
 
@@ -239,7 +247,7 @@ class Handlers:
         stage = self.stage
         if stage.preparing is not None:
             return (gr.HTML(preparation_html(stage), visible=True), describe(stage), gr.skip(), WAITING,
-                    gr.Button(WAIT_LABEL, interactive=False), *(gr.skip(),) * 2, *(gr.skip(),) * (2 * len(LANES)),
+                    gr.Button(WAIT_LABEL, interactive=False), *(gr.skip(),) * LIMITS, *(gr.skip(),) * (2 * len(LANES)),
                     gr.skip(), gr.skip())
         return (gr.HTML("", visible=False), describe(stage), error_html(stage.error), READY,
                 gr.Button(RUN_LABEL, interactive=True), *knob_limits(stage), *idle_lanes(stage),
@@ -247,11 +255,27 @@ class Handlers:
 
 
 def block_sizes(stage: Stage) -> tuple[int, int]:
-    heads = stage.arena.heads if stage.arena is not None else {}
-    return (int(getattr(heads.get("dspark"), "max_drafts", 16) or 16),
-            int(getattr(heads.get("dflash"), "max_drafts", 16) or 16))
+    """Where the draft-length sliders end (the API checks the same ends: demo.knobs.head_blocks)."""
+    return tuple(head_blocks(stage.arena).values())
+
+
+def prefill_rate(outcome: Any) -> float:
+    """Prompt tokens per second of a finished race's shared prefill (0 for a prompt too short to tell)."""
+    lane = next(iter(outcome.lanes.values()), None)
+    if lane is None or lane.prompt_tokens < 64 or lane.prefill_seconds <= 0:
+        return 0.0
+    return lane.prompt_tokens / lane.prefill_seconds
+
+
+def can_think(stage: Stage) -> bool:
+    """Whether the loaded target's chat template has the thinking switch (Qwen3's <think>)."""
+    return bool(stage.arena is not None and getattr(stage.arena.target, "can_think", False))
 
 
 def knob_limits(stage: Stage) -> tuple:
+    """What the loaded model changes in the Settings (LIMITS updates): where the draft-length sliders end,
+    and whether "Let the model think" is offered (off where the template has no such switch)."""
     cap_max, len_max = block_sizes(stage)
-    return gr.Slider(maximum=cap_max), gr.Slider(maximum=len_max)
+    think = can_think(stage)
+    return (gr.Slider(maximum=cap_max), gr.Slider(maximum=len_max),
+            gr.Checkbox(visible=True) if think else gr.Checkbox(value=False, visible=False))

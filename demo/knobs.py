@@ -5,6 +5,7 @@ offer the same things with the same limits and the same defaults (draft lengths:
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
@@ -51,26 +52,53 @@ KNOBS = (
     Knob("thinking", "Let the model think", "the chat template's enable_thinking (Qwen3's <think>)", False),
 )
 DRAFT_KNOBS = ("dspark_cap", "dflash_len")  # "auto" or a number: the page's Auto box and a slider each
+KNOB = {k.name: k for k in KNOBS}
 
 
-def settings_of(values: dict[str, Any]) -> Any:
-    """RaceSettings from knob values (missing ones: their defaults), checked as the page checks them."""
-    from spec.engine import draft_length
+def settings_of(values: dict[str, Any], arena: Any = None) -> Any:
+    """RaceSettings from knob values (missing ones: their defaults), each checked against the range its
+    page control has, with one message (the page, the API and the sweep all come here). The draft lengths
+    end at the loaded heads' blocks (`arena`), as their sliders do."""
     from spec.race import RaceSettings
 
-    v = {k.name: values.get(k.name, k.default) for k in KNOBS}
+    ends = head_blocks(arena)
+    v = {k.name: checked(k, values.get(k.name, k.default), ends.get(k.name)) for k in KNOBS}
+    return RaceSettings(**v)
+
+
+def checked(k: Knob, value: Any, hi: float | None = None) -> Any:
+    """One knob's value as the race takes it, or a SpecError naming the knob and its range."""
+    hi = k.hi if hi is None else hi
+    name = k.name if re.sub(r"\W", "_", k.label.lower()) == k.name else f"{k.name} ({k.label})"
+    if isinstance(k.default, bool):
+        return bool(value)
+    if value is None or value == "":  # an emptied number box
+        value = k.default
+    if k.name in DRAFT_KNOBS and str(value).strip().lower() == AUTO:
+        return AUTO
+    whole = isinstance(k.default, int) or k.name in DRAFT_KNOBS
     try:
-        tokens = int(v["max_new_tokens"])
-    except (TypeError, ValueError):
-        raise SpecError(f"max_new_tokens must be a whole number, not {v['max_new_tokens']!r}") from None
-    if not 1 <= tokens <= MAX_NEW_TOKENS:
-        raise SpecError(f"max_new_tokens must be between 1 and {MAX_NEW_TOKENS} (it was {tokens})")
-    return RaceSettings(max_new_tokens=tokens, temperature=float(v["temperature"]), top_p=float(v["top_p"]),
-                        top_k=int(v["top_k"]), seed=int(v["seed"] or 0),
-                        dspark_cap=draft_length(v["dspark_cap"]), dspark_threshold=float(v["dspark_threshold"]),
-                        dspark_markov=bool(v["dspark_markov"]),
-                        dflash_len=draft_length(v["dflash_len"]), tree=int(v["tree"]), baseline=bool(v["baseline"]),
-                        thinking=bool(v["thinking"]))
+        x = float(value)
+        if whole and not x.is_integer():
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        kind = "a whole number" if whole else "a number"
+        auto = "auto or " if k.name in DRAFT_KNOBS else ""
+        raise SpecError(f"{name} must be {auto}{kind}, not {value!r}") from None
+    x = int(x) if whole else x
+    if k.lo is not None and not k.lo <= x <= hi:
+        if k.name in DRAFT_KNOBS:
+            raise SpecError(f"{name} must be auto or between {k.lo:g} and {hi:g} (0 = the head's whole block; "
+                            f"it was {x:g})")
+        raise SpecError(f"{name} must be between {k.lo:g} and {hi:g} (it was {x:g})")
+    return x
+
+
+def head_blocks(arena: Any) -> dict[str, int]:
+    """Where the draft-length sliders end: each loaded head's block (the knob table's end without one)."""
+    heads = arena.heads if arena is not None else {}
+    return {n: int(getattr(heads.get(kind), "max_drafts", 0) or KNOB[n].hi)
+            for n, kind in zip(DRAFT_KNOBS, ("dspark", "dflash"))}
 
 
 def echo(settings: Any) -> dict[str, Any]:
@@ -80,8 +108,9 @@ def echo(settings: Any) -> dict[str, Any]:
 
 # -- the page --------------------------------------------------------------------------------------
 
-def page_controls(cap_max: int, len_max: int) -> tuple[gr.Checkbox, dict[str, gr.components.Component]]:
-    """The Settings' controls, in the table's order: (the Auto box, {knob name: component})."""
+def page_controls(cap_max: int, len_max: int, can_think: bool = True) -> tuple[gr.Checkbox, dict[str, Any]]:
+    """The Settings' controls, in the table's order: (the Auto box, {knob name: component}); the thinking
+    box only where the target's chat template has the switch (can_think)."""
     out: dict[str, Any] = {}
     auto = None
     with gr.Row(elem_classes=["knobs"]):
@@ -92,14 +121,15 @@ def page_controls(cap_max: int, len_max: int) -> tuple[gr.Checkbox, dict[str, gr
                            "acceptance; off: the fixed lengths beside it", elem_id="auto-length")
         for k in KNOBS[5:]:
             hi = {"dspark_cap": cap_max, "dflash_len": len_max}.get(k.name)
-            out[k.name] = control(k, hi, interactive=k.name not in DRAFT_KNOBS)
+            out[k.name] = control(k, hi, interactive=k.name not in DRAFT_KNOBS,
+                                  visible=k.name != "thinking" or can_think)
     return auto, out
 
 
-def control(k: Knob, hi: float | None = None, interactive: bool = True) -> Any:
+def control(k: Knob, hi: float | None = None, interactive: bool = True, visible: bool = True) -> Any:
     eid = k.name.replace("_", "-")
     if isinstance(k.default, bool):
-        return gr.Checkbox(k.default, label=k.label, info=k.info, elem_id=eid)
+        return gr.Checkbox(k.default, label=k.label, info=k.info, elem_id=eid, visible=visible)
     if k.lo is None:
         return gr.Number(k.default, precision=0, label=k.label, info=k.info, elem_id=eid)
     value = 0 if k.default == AUTO else k.default
@@ -153,7 +183,14 @@ def bound(sig: inspect.Signature, args: tuple, kwargs: dict) -> dict[str, Any]:
 
 
 def knob_params() -> list[tuple[str, type, Any, str]]:
-    return [(k.name, api_type(k), k.default, k.api or k.info) for k in KNOBS]
+    """Each knob as an API parameter, described with the page's range (the draft lengths end at the head's block)."""
+    out = []
+    for k in KNOBS:
+        desc = k.api or k.info
+        if k.lo is not None and k.name not in DRAFT_KNOBS and f"{k.lo:g} to" not in desc:
+            desc += f" ({k.lo:g} to {k.hi:g})"
+        out.append((k.name, api_type(k), k.default, desc))
+    return out
 
 
 def name_api_inputs(demo: gr.Blocks, api_name: str, params: list[tuple[str, type, Any, str]]) -> None:

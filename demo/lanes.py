@@ -166,8 +166,14 @@ def span_html(kind: str, text: str, missed: str = "") -> str:
     if not missed:
         return f'<span class="tok-{kind}">{body}</span>'
     guess = missed if len(missed) <= 40 else missed[:39] + "…"
-    tip = f"drafted “{guess}”, the target wrote “{text}”"
+    tip = f"drafted “{shown(guess)}”, the target wrote “{shown(text)}”"
     return f'<span class="tok-{kind} missed" tabindex="0" data-missed="{html.escape(tip)}">{body}</span>'
+
+
+def shown(text: str) -> str:
+    """A guess as its tip shows it: a newline drawn as ⏎ (a bare line break inside the quotes read as
+    nothing, or as a break in the tip), a tab as →."""
+    return text.replace("\r\n", "\n").replace("\n", "⏎").replace("\t", "→")
 
 
 def ordinal(n: int) -> str:

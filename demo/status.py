@@ -10,6 +10,10 @@ from typing import Any
 from demo.lanes import LANES, esc, lane_label, verdict_badge
 
 
+LONG_PROMPT = 1000  # prompt tokens whose prefill is said to take a while before any speed is measured
+STOPPED_ORDER = "Ahead when stopped, by tokens per engine second"  # a stopped race's order (spec.outcome)
+
+
 def clocks(view: Any) -> str:
     return (f'<span class="clock" title="engine seconds: each lane\'s own compute">race clock '
             f'<b>{view.clock:.2f} s</b></span> · <span class="wall">{view.wall:.2f} s wall</span>')
@@ -35,6 +39,28 @@ def strip_html(view: Any) -> str:
     return f'<div class="strip">{"".join(cells)}</div>' if cells else ""
 
 
+def reading(view: Any) -> str:
+    """While the shared prefill reads the prompt: its length, how far it has read and about how long is
+    left, from the speed measured (this race's chunks so far, or before the first one the last race's):
+    a long prompt is minutes of prefill on a CPU, said up front instead of a silent wait."""
+    n, done = view.prompt_tokens, view.prefilled
+    rate = done / view.clock if done and view.clock > 0 else view.prefill_rate
+    left = (n - done) / rate if rate > 0 else 0.0
+    if left >= 1:
+        when = f", about {duration(left)} left at this machine's measured speed"
+    elif not rate and n >= LONG_PROMPT:
+        when = ": a long prompt, reading it takes a while"
+    else:
+        when = ""
+    return f"Reading the prompt (one prefill shared by every lane): {done:,} of {n:,} tokens{when}"
+
+
+def duration(seconds: float) -> str:
+    """'40 s', '3 min 5 s'."""
+    s = round(seconds)
+    return f"{s} s" if s < 60 else f"{s // 60} min {s % 60} s"
+
+
 def status_html(view: Any) -> str:
     if view.state == "waiting":
         return '<div class="status">Waiting for the arena…</div>'
@@ -44,8 +70,7 @@ def status_html(view: Any) -> str:
         if view.stopping:
             what = "Stopping…"
         elif view.prompt_tokens and view.prefilled < view.prompt_tokens and not view.replay:
-            what = (f"Reading the prompt (one prefill shared by every lane): {view.prefilled:,} of "
-                    f"{view.prompt_tokens:,} tokens")
+            what = reading(view)
         source = f'<div class="source">{esc(view.source)}</div>' if view.source else ""
         return (f'<div class="status racing"><span class="pulse"></span>{what} · {clocks(view)}'
                 f'{strip_html(view)}{source}</div>')
@@ -55,8 +80,9 @@ def status_html(view: Any) -> str:
     why = ("At T > 0 each lane draws its own exact sample from the target (the Leviathan/Chen rule), so "
            "texts match only by chance; the sampling tests check the law, not one text" if view.sampled else "")
     replayed = " (replayed)" if view.replay else ""
-    if view.state == "stopped":
-        head = f"<b>Stopped{replayed}.</b> {esc(out.headline()) if out else ''}"
+    if view.state == "stopped":  # the headline starts "Stopped:": said once
+        said = out.headline().removeprefix("Stopped:").strip() if out else ""
+        head = f"<b>Stopped{replayed}:</b> {esc(said)} {order_html(out) if out else ''}"
     else:
         head = (f'<b>Finished{replayed}.</b> <span class="winner">{esc(out.headline())}</span> '
                 f"{order_html(out)}")
@@ -69,17 +95,19 @@ def status_html(view: Any) -> str:
 
 def order_html(outcome: Any) -> str:
     """The places, fastest first, each lane with its finish time on the race clock ("=" joins a tie).
-    When the lanes wrote different lengths (T > 0), speed ranks them, so each shows its tokens too."""
+    When the lanes wrote different lengths (T > 0, or a stopped race), speed ranks them, so each shows its
+    tokens too."""
     lanes = outcome.order
     if not lanes:
         return ""
-    same = len({o.tokens for o in lanes}) == 1
+    same = len({o.tokens for o in lanes}) == 1 and not outcome.stopped
     parts = []
     for i, o in enumerate(lanes):
         sep = "" if i == 0 else (" = " if o.tied and o.place == lanes[i - 1].place else " → ")
         what = f"{o.finish_seconds:.2f} s" if same else f"{o.tokens} tokens in {o.finish_seconds:.2f} s"
         parts.append(f"{sep}{esc(outcome.label(o.engine))} {what}")
-    title = "Finish: " if same else "By tokens per engine second (the lanes wrote different lengths): "
+    title = ("Finish: " if same else STOPPED_ORDER + ": " if outcome.stopped
+             else "By tokens per engine second (the lanes wrote different lengths): ")
     return f'<span class="order">{title}{"".join(parts)}</span>'
 
 

@@ -84,7 +84,7 @@ def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_n
         if arena is None:
             raise SpecError(stage.error or "no model is loaded: pick a preset in Settings")
         prompts = sweep_prompts(domains, per_domain, own)
-        settings = settings_of({**values, "max_new_tokens": max_new})
+        settings = settings_of({**values, "max_new_tokens": max_new}, arena)
         yield status_html(f"Racing 1 of {len(prompts)}…", "racing"), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         stage.owner = sid
         when = datetime.now(timezone.utc)
@@ -141,7 +141,7 @@ def sweep_api(stage: Any, domains: str, per_domain: int, prompts: str, values: d
         unknown = sorted(set(chosen) - set(DOMAIN_NAMES))
         if unknown:
             raise SpecError(f"unknown domain(s) {unknown}: choose from {', '.join(DOMAIN_NAMES)}")
-        settings = settings_of(values)
+        settings = settings_of(values, stage.arena)
         raced = sweep_prompts(chosen, per_domain, prompts)
         when = datetime.now(timezone.utc)
         last = None

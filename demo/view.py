@@ -39,6 +39,7 @@ class View:
     sampled: bool = False  # T > 0: the third lane samples
     prefilled: int = 0  # prompt tokens read by the shared prefill so far
     prompt_tokens: int = 0
+    prefill_rate: float = 0.0  # prompt tokens per second of an earlier race's prefill: the wait, said up front
     stopping: bool = False  # Stop pressed, the race not ended yet
     rounds: dict[str, list[dict]] = field(default_factory=dict)  # engine -> its rounds, for the download
     plot_span: tuple = ()  # the chart's x and y ranges as last sent
@@ -108,7 +109,7 @@ class View:
                 if name in self.lanes:
                     self.lanes[name].outcome = o
             self.state = "stopped" if ev.outcome.stopped else "finished"
-            self.table = results_table(ev.outcome, ev.verdicts)
+            self.table = results_table(ev.outcome, ev.verdicts)  # numbers, as downloaded
 
     def speedup(self, name: str) -> float | None:
         """The one speedup (end to end): the outcome's once the race is over; while it runs, this lane's
@@ -140,13 +141,16 @@ class View:
         return pd.DataFrame(rows) if rows else None
 
     def outputs(self) -> tuple:
+        from spec.report import shown
+
         cols = []
         for name in LANES:
             lane = self.lanes.get(name)
             cols += [meters_html(name, lane, self.speedup(name) if lane else None, self.absent.get(name, "")),
                      text_html(name, lane)]
         files = gr.File(value=self.files, visible=True) if self.files else gr.File(value=None, visible=False)
-        table = self.table if self.table is not None else empty_table()
+        table = gr.DataFrame(shown(self.table) if self.table is not None else empty_table(),  # the cards' digits
+                             label=STOPPED_TABLE_LABEL if self.state == "stopped" else TABLE_LABEL)
         summary = gr.Textbox(value=self.summary, visible=bool(self.summary and self.outcome is not None))
         return (status_html(self) + below_greedy_html(self), "", *cols, self.plot_update(), self.why_html(), table,
                 files, summary)
@@ -185,9 +189,16 @@ class View:
         return gr.LinePlot(value=plot, x="round", x_lim=[1, span], y_lim=[0, top], x_axis_format="d")
 
 
-TABLE_COLUMNS = {"place": 64, "engine": 96, "speedup": 84, "tok/s": 72, "mean accept": 84, "tokens": 72, "rounds": 72,
-                 "finish s": 92, "status": 150, "lossless (vs greedy)": 210, "decode tok/s": 96, "decode speedup": 104,
-                 "prefill s": 80, "prompt tokens": 100}  # px: wide enough that a header never breaks inside a word
+TABLE_COLUMNS = {"place": 60, "engine": 88, "speedup": 76, "tok/s": 64, "mean accept": 72, "tokens": 68, "rounds": 68,
+                 "finish s": 80, "status": 128, "lossless (vs greedy)": 180, "decode tok/s": 72,
+                 "decode speedup": 80, "prefill s": 84, "prompt tokens": 72}  # px: a header never breaks inside a
+# word, and the whole table (1,192 px) fits the page's column at 1440 px (1,376 px had the last two clipped)
+
+
+TABLE_LABEL = ("Results, fastest first (speedup and tok/s: end to end, tokens per engine second; decode-only "
+               "figures as details)")
+STOPPED_TABLE_LABEL = ("Results of a stopped race: no places; the lane ahead first, by tokens per engine second "
+                       "when stopped (speedup and tok/s: end to end; decode-only figures as details)")
 
 
 def empty_table() -> pd.DataFrame:

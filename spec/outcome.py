@@ -99,8 +99,9 @@ class Outcome:
 
     @property
     def order(self) -> list[LaneOutcome]:
-        """The lanes fastest first (by place; a stopped race: by engine time reached)."""
-        key = (lambda o: o.finish_seconds) if self.stopped else (lambda o: (o.place, o.finish_seconds))
+        """The lanes fastest first: by place; a stopped race, which has none, by how far each lane had got
+        for its compute (tokens per engine second, the speedup so far), the lane ahead first."""
+        key = (lambda o: (-o.tok_s, -o.tokens)) if self.stopped else (lambda o: (o.place, o.finish_seconds))
         return sorted(self.lanes.values(), key=key)
 
     @property

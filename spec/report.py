@@ -38,6 +38,20 @@ def results_table(outcome: Outcome, verdicts: dict[str, str]) -> "Any":
     return pd.DataFrame(rows)
 
 
+SHOWN = {"speedup": "×{:.2f}", "decode speedup": "×{:.2f}", "tok/s": "{:.1f}", "decode tok/s": "{:.1f}",
+         "mean accept": "{:.2f}", "finish s": "{:.2f}", "prefill s": "{:.3f}"}  # as the page's lane cards write them
+
+
+def shown(table: Any) -> Any:
+    """A results table as the page and the Markdown write it: each figure with the digits the lane cards
+    give it (greedy's speedup "×1.00", as its card says, never "1"), "–" where there is none. The API and
+    the downloads keep the numbers."""
+    out = table.copy()
+    for col, form in SHOWN.items():
+        if col in out:
+            out[col] = ["–" if v is None or v != v else form.format(v) for v in out[col]]
+    return out
+
 
 def race_markdown(final: Any, header: dict) -> str:
     """A finished race as Markdown for a chat or an issue: the headline, the table, the verdicts, each
@@ -48,7 +62,7 @@ def race_markdown(final: Any, header: dict) -> str:
     out = final.outcome
     prompt = " ".join(str(header.get("prompt", "")).split())
     cols = ["place", "engine", "speedup", "tok/s", "mean accept", "tokens", "finish s", "status"]
-    table = results_table(out, final.verdicts)
+    table = shown(results_table(out, final.verdicts))
     lines = [f"**Spec Arena race**: {out.headline()}", "", f"> {prompt[:300]}{'…' if len(prompt) > 300 else ''}", "",
              to_markdown(table[[c for c in cols if c in table.columns]]), ""]
     lines += [f"- {out.label(n)}: {v}" for n, v in final.verdicts.items()]

@@ -31,6 +31,7 @@ class Story:
     label: str = "auto"  # how the heads ran: "auto" (the shipped table's rows) or the sweep's draft lengths
     rows: list[dict] = field(default_factory=list)  # per domain: {domain, DSpark, DFlash} "accept / ×speedup"
     lines: list[str] = field(default_factory=list)  # per domain: who wins and why, in words
+    per_domain: int = 0  # prompts measured in the domain with fewest (0: not known)
 
 
 def story_of(table: Any, spreads: dict[str, float], source: str, label: str = "auto") -> Story:
@@ -93,12 +94,27 @@ def shipped_story(folder: Path = SHIPPED) -> Story | None:
     except (OSError, ValueError):
         return None
     spreads = shipped_spreads(folder)
+    each = shipped_per_domain(folder)
     machine = header[1].split(";")[0] if len(header) > 1 else "an unrecorded machine"
     machine = re.sub(r", load average [0-9.]+ at start", "", machine)
     date = header[1].rsplit(";", 1)[-1].strip() if len(header) > 1 else ""
     preset = header[0].lstrip("# ").split(":")[0] if header else "?"
     where = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
-    return story_of(table, spreads, f"measured on {machine}, {date} ({preset} preset, held-out prompts; {where})")
+    out = story_of(table, spreads, f"measured on {machine}, {date} ({preset} preset, held-out prompts; {where})")
+    out.per_domain = each
+    return out
+
+
+@lru_cache(maxsize=None)
+def shipped_per_domain(folder: Path = SHIPPED) -> int:
+    """Prompts per domain in a bench folder's runs (the domain with fewest; 0 when unknown)."""
+    import pandas as pd
+
+    try:
+        runs = pd.read_csv(folder / "runs.csv")
+        return int(runs.groupby("domain")["prompt"].nunique().min())
+    except (OSError, ValueError, KeyError):
+        return 0
 
 
 def sweep_file(models: dict[str, str]) -> Path:
@@ -134,12 +150,26 @@ def sweep_story(models: dict[str, str]) -> Story | None:
     prompts = doc.get("prompts", [])
     n, each = len(prompts), min(Counter(q.get("domain") for q in prompts).values(), default=0)
     when = str(doc.get("timestamp", ""))[:16].replace("T", " ")
+    small = ""
+    if each < 2 or each < shipped_per_domain():
+        races = "one race" if each == 1 else f"{each} races"
+        small = f"; a small sample: {races} per domain"
+        if each < shipped_per_domain():  # story_for shows it only to the session that ran it
+            small += (f", shown to you only: other visitors and a reload see the shipped table "
+                      f"({shipped_per_domain()} prompts per domain)")
     source = (f"your last domain sweep on this machine, {when} UTC ({n} prompts, {s.get('max_new_tokens', '?')} "
               f"new tokens each, T = {s.get('temperature', '?')}; draft lengths {s.get('dspark_cap', '?')} / "
-              f"{s.get('dflash_len', '?')}{'; a small sample: one race per domain' if each < 2 else ''})")
-    return story_of(table, shipped_spreads(), source, label)
+              f"{s.get('dflash_len', '?')}{small})")
+    out = story_of(table, shipped_spreads(), source, label)
+    out.per_domain = each
+    return out
 
 
-def story_for(models: dict[str, str]) -> Story | None:
-    """What the page shows before a race: the last sweep of these models here, else the shipped table."""
-    return sweep_story(models) or shipped_story()
+def story_for(models: dict[str, str], mine: bool = False) -> Story | None:
+    """What the page shows before a race: the last sweep of these models here, else the shipped table.
+    A sweep of fewer prompts per domain than the shipped table does not replace that better measurement
+    for every visitor: only the session that ran it (`mine`) sees it, and it says so."""
+    swept, shipped = sweep_story(models), shipped_story()
+    if swept is not None and (mine or shipped is None or swept.per_domain >= shipped.per_domain):
+        return swept
+    return shipped

@@ -349,6 +349,12 @@ class Target:
             return list(ids)
         return list(tok.encode(prompt))
 
+    @property
+    def can_think(self) -> bool:
+        """Whether the chat template (any of its named ones) reads `enable_thinking`, Qwen3's <think>
+        switch: only then does thinking change anything, so only then is it offered."""
+        return "enable_thinking" in str(getattr(self.tokenizer, "chat_template", None) or "")
+
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids))
 

@@ -302,8 +302,10 @@ def test_errors_are_readable_and_the_app_keeps_serving(app):
     c = Client(app.url, verbose=False)
     with pytest.raises(AppError, match="prompt is empty"):
         c.predict("   ", api_name="/race")
-    with pytest.raises(AppError, match="max draft"):
-        c.predict(PROMPT, 8, dflash_len=99, api_name="/race")
+    with pytest.raises(AppError, match=r"dflash_len \(DFlash draft length\) must be auto or between 0 and \d+ "):
+        c.predict(PROMPT, 8, dflash_len=99, api_name="/race")  # the page's range and words (demo.knobs)
+    with pytest.raises(AppError, match=r"temperature must be between 0 and 2 \(it was 5\)"):
+        c.predict(PROMPT, 8, temperature=5, api_name="/race")
     assert c.predict(PROMPT, 4, api_name="/race")["verdicts"]["dflash"] == "identical to greedy"
 
 

@@ -65,12 +65,38 @@ def test_the_last_sweep_here_is_the_story_of_its_models(tmp_path, monkeypatch):
     remember_sweep({**doc, "stopped": True})  # a stopped sweep is not a measurement of every domain asked
     assert sweep_story(models) is None
     remember_sweep(doc)
-    s = story_for(models)
+    s = story_for(models, mine=True)  # 2 prompts a domain: smaller than the shipped table, so its own session's
     assert s.source.startswith("your last domain sweep on this machine, 2026-12-06 18:30 UTC (2 prompts, 64 new")
-    assert "draft lengths auto / 4)" in s.source and s.label == "as raced"
+    assert "draft lengths auto / 4; a small sample: 2 races per domain, shown to you only" in s.source
+    assert s.label == "as raced"
     assert s.lines == ["code: DSpark wins (DSpark ×1.31, DFlash ×1.02): DSpark lands more per round "
                        "(accept 1.80 vs 1.50)."]
     assert "DSpark as raced: accept / speedup" in story_html(s)
     assert sweep_story({**models, "dflash": "another head"}) is None  # other models: their own story
     remember_sweep({**doc, "prompts": [{"domain": "code", "prompt": "def f():"}]})
-    assert sweep_story(models).source.endswith("draft lengths auto / 4; a small sample: one race per domain)")
+    assert "draft lengths auto / 4; a small sample: one race per domain, shown to you only: other visitors and a " \
+           "reload see the shipped table (3 prompts per domain)" in sweep_story(models).source
+
+
+def test_a_sweep_smaller_than_the_shipped_table_does_not_replace_it_for_everyone(tmp_path, monkeypatch):
+    """One race per domain once became every later visitor's "who wins where" in place of the shipped table of
+    3 prompts per domain (2 trials each): now only the session that ran it sees it; as many prompts a domain
+    as the shipped table replace it for everyone."""
+    from spec.story import remember_sweep, story_for
+
+    monkeypatch.setenv("SPEC_ARENA_CACHE", str(tmp_path))
+    models = {"target": "SmolLM2", "dspark": "ours", "dflash": "ours"}
+    shipped = shipped_story(SHIPPED)
+    assert shipped.per_domain == 3
+    rows = [(m, d, 1.5, 1.1) for d in ("chat", "code", "math") for m in ("greedy", "DSpark", "DFlash")]
+    doc = {"table": json.loads(table(rows).to_json(orient="records")), "models": models, "stopped": False,
+           "settings": {"max_new_tokens": 48, "temperature": 0.0, "dspark_cap": "auto", "dflash_len": "auto"},
+           "timestamp": "2026-12-07T01:00:00+00:00"}
+    remember_sweep({**doc, "prompts": [{"domain": d, "prompt": "p"} for d in ("chat", "code", "math")]})
+    assert story_for(models) == shipped  # a reload, another visitor
+    mine = story_for(models, mine=True)  # the session that ran it, told why others see the table
+    assert mine != shipped and "one race per domain, shown to you only" in mine.source
+    remember_sweep({**doc, "prompts": [{"domain": d, "prompt": f"p{i}"} for d in ("chat", "code", "math")
+                                       for i in range(3)]})
+    big = story_for(models)
+    assert big != shipped and big.per_domain == 3 and "small sample" not in big.source
