@@ -8,7 +8,6 @@ Browser tests reuse tests/test_app.py's served app (tiny random models) and Debi
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -57,11 +56,6 @@ def scroll_around(page) -> None:
         page.wait_for_timeout(400)
 
 
-def keep(name: str) -> None:
-    """A copy of a screenshot in /tmp too, to look at after the run."""
-    shutil.copyfile(artifacts() / name, Path("/tmp") / f"spec-arena-{name}")
-
-
 @pytest.mark.browser
 @pytest.mark.parametrize("size", SIZES)
 def test_the_headline_and_stop_stay_in_view_through_the_finish(app, browser, size):
@@ -76,7 +70,6 @@ def test_the_headline_and_stop_stay_in_view_through_the_finish(app, browser, siz
         if page.evaluate(SCROLL_JS, 700):
             page.wait_for_timeout(300)
             page.screenshot(path=str(artifacts() / f"race-bar-{tag}-live.png"))
-            keep(f"race-bar-{tag}-live.png")
         scroll_around(page)
         page.wait_for_selector("#status .status.finished", timeout=120_000)
         seen = watched(page)
@@ -86,7 +79,6 @@ def test_the_headline_and_stop_stay_in_view_through_the_finish(app, browser, siz
                                " return [r.top, r.bottom, innerHeight]; }")
         assert 0 <= winner[0] and winner[1] <= winner[2], winner  # the whole winner sentence
         page.screenshot(path=str(artifacts() / f"race-bar-{tag}-finished.png"))
-        keep(f"race-bar-{tag}-finished.png")
         settings(page, True)  # and the tiny target's chat template has no thinking switch: not offered
         assert page.locator("#thinking").is_hidden()
 
@@ -124,7 +116,6 @@ def test_a_stopped_race_says_so_once_in_the_order_the_lanes_had_got_to(app, brow
         order = re.search(r"Ahead when stopped, by tokens per engine second: (.*?) · race clock", status).group(1)
         named = re.findall(r"(DSpark|DFlash|Greedy baseline) \d+ tokens", order)
         page.screenshot(path=str(artifacts() / f"race-bar-stopped-{tag}.png"))
-        keep(f"race-bar-stopped-{tag}.png")
         label = page.locator("#table").inner_text()
         assert "Results of a stopped race" in label and "ahead first" in label and "fastest first" not in label
         page.locator("#table").scroll_into_view_if_needed()
@@ -136,7 +127,6 @@ def test_a_stopped_race_says_so_once_in_the_order_the_lanes_had_got_to(app, brow
                                                              for n in named], (rows, named)
         assert "×1.00" in [r[col] for r in rows]  # greedy's speedup as its card writes it
         page.locator("#table").screenshot(path=str(artifacts() / f"race-bar-stopped-table-{tag}.png"))
-        keep(f"race-bar-stopped-table-{tag}.png")
 
 
 @pytest.mark.browser
@@ -161,4 +151,3 @@ def test_a_race_file_that_cannot_be_opened_says_why_in_view(app, browser, tmp_pa
         assert "not a race file" in toast.first.inner_text()
         page.wait_for_timeout(800)  # the toast fades in
         page.screenshot(path=str(artifacts() / f"race-bar-bad-file-{tag}.png"))
-        keep(f"race-bar-bad-file-{tag}.png")
