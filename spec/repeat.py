@@ -9,7 +9,7 @@ their medians are closer than the widest spread a lane showed (or the races' own
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from .errors import SpecError
@@ -43,6 +43,9 @@ class LaneRepeat:
     median: float | None
     spread: float  # (max - min) / median of its speedups: how far they moved between races
     finish_seconds: float  # the median of its finish times on the race clock (engine seconds)
+    tok_s: float  # the median of its tokens per engine second (end to end)
+    decode_tok_s: float  # the median of its decode-only tok/s, and of its decode speedups (details)
+    decode_speedup: float | None
     place: int | None  # by the medians; None when no race finished
     tied: bool
     same_rounds: bool  # every race committed the same rounds
@@ -75,8 +78,11 @@ class Repeated:
             known = [s for s in speedups if s is not None]
             med = statistics.median(known) if known else None
             spread = (max(known) - min(known)) / med if known and med else 0.0
+            each = lambda field: statistics.median(getattr(o.lanes[n], field) for o in outs)  # noqa: E731
+            decode = [o.lanes[n].decode_speedup for o in outs if o.lanes[n].decode_speedup is not None]
             rows[n] = dict(engine=n, speedups=speedups, median=med, spread=spread,
-                           finish_seconds=statistics.median(o.lanes[n].finish_seconds for o in outs),
+                           finish_seconds=each("finish_seconds"), tok_s=each("tok_s"),
+                           decode_tok_s=each("decode_tok_s"), decode_speedup=statistics.median(decode) if decode else None,
                            same_rounds=len({fingerprint(res[n]) for res, _ in done}) == 1)
         band = max([race_band] + [r["spread"] for r in rows.values()])
         placed = {}
@@ -103,6 +109,16 @@ class Repeated:
     @property
     def same_rounds(self) -> bool:
         return all(o.same_rounds for o in self.lanes.values())
+
+    def median_outcome(self) -> Outcome:
+        """The last race's outcome with each lane's times and speedups the repeat's medians, its places and
+        band the repeat's: what the page's cards and table show once a repeat is over (accept lengths and
+        tokens are every race's: the rounds are the same)."""
+        last = self.outcomes[-1]
+        lanes = {n: replace(o, tok_s=r.tok_s, finish_seconds=r.finish_seconds, speedup=r.median,
+                            decode_tok_s=r.decode_tok_s, decode_speedup=r.decode_speedup, place=r.place, tied=r.tied)
+                 for n, o in last.lanes.items() if (r := self.lanes.get(n)) is not None}
+        return replace(last, lanes=lanes, band=self.band)
 
     def label(self, name: str) -> str:
         return self.outcomes[-1].label(name) if self.outcomes else name

@@ -16,9 +16,10 @@ from .outcome import Outcome
 from .sweep import grid
 
 
-def results_table(outcome: Outcome, verdicts: dict[str, str]) -> "Any":
+def results_table(outcome: Outcome, verdicts: dict[str, str], each: dict[str, list] | None = None) -> "Any":
     """One row per engine (pandas), fastest first: place, the one speedup (end to end), accept length,
-    tokens, finish time, status, the lossless check; decode-only figures as labelled details."""
+    tokens, finish time, status, the lossless check; decode-only figures as labelled details. `each`: a
+    repeat's speedups per lane (spec.repeat), as a column beside the speedup (then their median)."""
     import pandas as pd
 
     rows = []
@@ -28,6 +29,8 @@ def results_table(outcome: Outcome, verdicts: dict[str, str]) -> "Any":
             "engine": ("plain sampling" if outcome.sampled and o.engine == "greedy" else o.engine)
             + (f" ({outcome.notes[o.engine]})" if o.engine in outcome.notes else ""),
             "speedup": rnd(o.speedup, 2),
+            **({"speedups (each race)": " ".join("–" if x is None else f"×{x:.2f}" for x in each.get(o.engine, []))}
+               if each is not None else {}),
             "tok/s": round(o.tok_s, 1), "mean accept": rnd(o.mean_accept, 2), "tokens": o.tokens,
             "rounds": o.rounds, "finish s": round(o.finish_seconds, 2), "status": o.status,
             "vs plain sampling" if outcome.sampled else "lossless (vs greedy)":

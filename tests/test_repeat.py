@@ -10,6 +10,7 @@ import pytest
 from spec.errors import SpecError
 from spec.outcome import TIE_FLOOR, Outcome
 from spec.repeat import REPEATS, Repeated, repeat_count
+from test_app import app  # noqa: F401 (the served app on tiny random models)
 from test_outcome import race
 
 
@@ -178,3 +179,34 @@ def test_a_pocket_race_twice_with_a_busy_core_between_commits_the_same_rounds(po
     assert_same_rounds(finishes)
     drafted = [d for ev in finishes for n, r in ev.results.items() if n != "greedy" for d in r.drafted]
     assert any(drafted)  # the heads drafted: the rounds compared are not all plain steps
+
+
+def test_the_api_repeats_and_gives_each_lanes_speedups_and_median(app):
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    c = Client(app.url, verbose=False)
+    out = c.predict("hello there", 6, repeat=3, api_name="/race")
+    assert out["repeat"]["races"] == 3 and out["repeat"]["same_rounds"] is True
+    for lane in out["finish_order"]:
+        assert len(lane["speedups"]) == 3 and lane["median"] == lane["speedup"]
+    assert out["headline"] == out["repeat"]["headline"] and out["headline"].startswith("Over 3 races")
+    one = c.predict("hello there", 6, api_name="/race")
+    assert one["repeat"] is None and all(len(x["speedups"]) == 1 for x in one["finish_order"])
+    with pytest.raises(AppError, match="repeat must be 1, 3 or 5 races"):
+        c.predict("hello there", 6, repeat=2, api_name="/race")
+    updates = list(c.submit("hello there", 4, repeat=3, api_name="/race_stream"))
+    assert {u["race"] for u in updates} == {1, 2, 3} and updates[-1]["result"]["repeat"]["races"] == 3
+
+
+def test_the_median_outcome_shows_the_repeats_places_and_medians():
+    from spec.report import results_table
+
+    rep = Repeated.of(races(dict(dspark=2.0, dflash=2.4, greedy=3.0), dict(dspark=2.4, dflash=2.0, greedy=3.0),
+                            dict(dspark=2.2, dflash=2.25, greedy=3.0)))
+    out = rep.median_outcome()
+    assert out.band == rep.band and out.lanes["dspark"].speedup == rep.lanes["dspark"].median
+    assert out.lanes["dspark"].finish_seconds == 2.2 and out.lanes["dspark"].tied and out.winner is None
+    table = results_table(out, {}, each={n: o.speedups for n, o in rep.lanes.items()})
+    assert list(table["place"]) == ["=1st", "=1st", "3rd"]
+    assert list(table["speedups (each race)"])[-1] == "×1.00 ×1.00 ×1.00"
