@@ -23,8 +23,23 @@ class Place(TypedDict):
     engine: str  # dspark | dflash | greedy
     place: Optional[int]  # 1 = fastest; lanes that tie share a place; None in a stopped race
     tied: bool
-    finish_seconds: float  # its end on the race clock (engine seconds: prefill + decode)
-    speedup: Optional[float]  # end to end: tokens per engine second over the plain lane's
+    finish_seconds: float  # its end on the race clock (engine seconds: prefill + decode; a repeat: the median)
+    speedup: Optional[float]  # end to end: tokens per engine second over the plain lane's (a repeat: the median)
+    speedups: list[Optional[float]]  # each race's speedup, in the order raced (one race: [speedup])
+    median: Optional[float]  # their median (one race: the speedup)
+
+
+class RepeatResult(TypedDict):
+    races: int  # races that ran to the end (asked: how many were asked for; a Stop ends the repeat)
+    asked: int
+    headline: str  # who won by the medians, each head's range, or a tie within the spread seen
+    winner: Optional[str]
+    band: float  # relative difference of medians within which two lanes tie: the widest spread a lane showed,
+    # or the races' own noise band (race_band, their median) if wider
+    race_band: float
+    same_rounds: bool  # every race committed the same rounds in every lane (only the times differ)
+    lanes: list[dict[str, Any]]  # by place: {engine, speedups, median, spread ((max - min) / median),
+    # finish_seconds (median), place, tied, same_rounds}
 
 
 class RaceResult(TypedDict):
@@ -48,6 +63,8 @@ class RaceResult(TypedDict):
     # (drafting rounds left out: a tree carries no estimates), "used" (its threshold), "bins": [{"low",
     # "high", "slots", "landed", "mean_estimate"}], "cuts": [{"threshold", "verified", "landed", "saved", "lost",
     # "unknown"}]}: its estimates against what landed, and what each slider value would save or lose
+    repeat: Optional[RepeatResult]  # repeat > 1: the races' speedups, medians and places (headline, winner,
+    # tie_band and finish_order then follow the medians; the table, texts and verdicts are the last race's)
 
 
 class LaneUpdate(TypedDict):
@@ -65,6 +82,8 @@ class LaneUpdate(TypedDict):
 
 class StreamUpdate(TypedDict):
     state: str  # racing | finished | stopped
+    race: int  # which race of a repeat this is (1-based); races: how many were asked for
+    races: int
     wall_seconds: float
     race_clock_seconds: float
     lanes: dict[str, LaneUpdate]
@@ -110,18 +129,28 @@ def race_events(stage: Any, prompt: str, knobs: dict[str, Any]) -> Iterator[Any]
         raise gr.Error(stage.tell(e), print_exception=False) from None
 
 
-def race_result(events: list, models: dict[str, str]) -> RaceResult:
-    """A finished race's record as the API gives it: every number from its outcome (spec.outcome)."""
+def race_result(events: list, models: dict[str, str], rep: Any = None) -> RaceResult:
+    """A finished race's record as the API gives it: every number from its outcome (spec.outcome); with a
+    repeat (spec.repeat.Repeated), the places, headline and band from its medians."""
     from spec.report import results_table
 
     final, start = events[-1], events[0]
     out = final.outcome
     table = results_table(out, final.verdicts)
+    r3 = lambda x: None if x is None else round(x, 3)  # noqa: E731
+    if rep is not None and rep.races:
+        head, winner, band = rep.headline(), rep.winner, rep.band
+        order = [Place(engine=o.engine, place=o.place, tied=o.tied, finish_seconds=r3(o.finish_seconds),
+                       speedup=r3(o.median), speedups=[r3(x) for x in o.speedups], median=r3(o.median))
+                 for o in rep.order]
+    else:
+        head, winner, band = out.headline(), out.winner, out.band
+        order = [Place(engine=o.engine, place=o.place, tied=o.tied, finish_seconds=r3(o.finish_seconds),
+                       speedup=r3(o.speedup), speedups=[r3(o.speedup)], median=r3(o.speedup)) for o in out.order]
     return RaceResult(
-        headline=out.headline(), winner=out.winner, tie_band=round(out.band, 4),
+        headline=head, winner=winner, tie_band=round(band, 4),
         table=json.loads(table.to_json(orient="records")), columns=list(table.columns),
-        finish_order=[Place(engine=o.engine, place=o.place, tied=o.tied, finish_seconds=round(o.finish_seconds, 3),
-                            speedup=None if o.speedup is None else round(o.speedup, 3)) for o in out.order],
+        finish_order=order, repeat=RepeatResult(**rep.record()) if rep is not None else None,
         texts={n: r.text for n, r in final.results.items()}, verdicts=dict(final.verdicts),
         wall_seconds=round(final.wall, 3), race_clock_seconds=round(final.clock, 3),
         settings=echo(start.settings) if start.settings else {}, models=models, positions=out.positions,
@@ -143,6 +172,27 @@ def lane_update(view: Any, name: str) -> LaneUpdate:
 PROMPT = ("prompt", str, inspect.Parameter.empty, "the user's message (the chat template is applied)")
 SPEED = ("speed", float, 1.0, "1 = as fast as the engines ran, 2 = twice as fast")
 LOAD = ("race_json", str, inspect.Parameter.empty, "the text of a race file (the race's JSON download)")
+REPEAT = ("repeat", int, 1, "races of the prompt, in turn: 1, 3 or 5 (each lane's speedups, their median and spread; "
+          "places by the medians, ties within the spread the races showed)")
+
+
+def repeated_events(stage: Any, prompt: str, repeat: Any, values: dict[str, Any]) -> Iterator[tuple[int, int, Any]]:
+    """(race, races, event) of `repeat` races in turn, each as race_events runs it; a stopped race ends it."""
+    from spec.errors import SpecError
+    from spec.repeat import repeat_count
+
+    try:
+        n = repeat_count(repeat)
+    except SpecError as e:
+        raise gr.Error(str(e), print_exception=False) from None
+    for i in range(n):
+        stopped = True
+        for ev in race_events(stage, prompt, values):
+            yield i + 1, n, ev
+            if ev.kind == "finish":
+                stopped = ev.outcome.stopped
+        if stopped:
+            return
 
 
 def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
@@ -151,24 +201,38 @@ def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
 
     knobs = knob_params()
 
-    def race(prompt: str, **values: Any) -> RaceResult:
-        return race_result(list(race_events(stage, prompt, values)), stage.names())
+    def race(prompt: str, repeat: int = 1, **values: Any) -> RaceResult:
+        from spec.repeat import repeated
 
-    def race_stream(prompt: str, **values: Any) -> Iterator[StreamUpdate]:
-        view, since, events = None, 0, []
-        for ev in race_events(stage, prompt, values):
+        events, finishes = [], []
+        for _, n, ev in repeated_events(stage, prompt, repeat, values):
+            events = [] if ev.kind == "start" else events
+            events.append(ev)
+            finishes += [ev] if ev.kind == "finish" else []
+        return race_result(events, stage.names(), repeated(finishes, n) if n > 1 else None)
+
+    def race_stream(prompt: str, repeat: int = 1, **values: Any) -> Iterator[StreamUpdate]:
+        from spec.repeat import repeated
+
+        view, since, events, finishes = None, 0, [], []
+        for i, races, ev in repeated_events(stage, prompt, repeat, values):
+            if ev.kind == "start":
+                view, events = None, []  # each race of a repeat streams from its start
             events.append(ev)
             if ev.kind not in KNOWN:
                 continue
             view = view or View.for_arena(stage.arena, ev.settings)  # the first event read is "start"
             view.feed(ev)
             since += ev.kind == "round"
+            finishes += [ev] if ev.kind == "finish" else []
             if ev.kind in ("done", "finish") or since >= ROUNDS_PER_UPDATE:
                 since = 0
-                yield StreamUpdate(state=view.state if view.state != "waiting" else "racing",
+                last = ev.kind == "finish" and (i == races or ev.outcome.stopped)
+                rep = repeated(finishes, races) if last and races > 1 else None
+                yield StreamUpdate(state=view.state if view.state != "waiting" else "racing", race=i, races=races,
                                    wall_seconds=round(view.wall, 3), race_clock_seconds=round(view.clock, 3),
                                    lanes={n: lane_update(view, n) for n in view.lanes},
-                                   result=race_result(events, stage.names()) if ev.kind == "finish" else None)
+                                   result=race_result(events, stage.names(), rep) if last else None)
 
     def replay(prompt: str, speed: float = 1.0, **values: Any) -> Iterator[ReplayUpdate]:
         from spec.errors import SpecError
@@ -207,7 +271,7 @@ def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
 
         return sweep_api(stage, domains, per_domain, prompts, values)
 
-    race_params, replay_params = [PROMPT, *knobs], [PROMPT, *knobs, SPEED]
+    race_params, replay_params = [PROMPT, *knobs, REPEAT], [PROMPT, *knobs, SPEED]
     sweep_params = [("domains", str, "chat,code,math", "comma-separated: chat, code, math (their example prompts)"),
                     ("per_domain", int, 2, "example prompts per domain, 1 to 6"),
                     ("prompts", str, "", "your own prompts instead, one a line (domain: custom)"),
@@ -215,7 +279,9 @@ def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
     return {
         "race": (described(race, race_params, "Run one race to the end: the outcome (headline, winner, places "
                            "with finish times and the one speedup, end to end), the results table, the texts, the "
-                           "lossless verdicts and the settings it ran with.", RaceResult), race_params),
+                           "lossless verdicts and the settings it ran with; repeat 3 or 5: the prompt raced that many "
+                           "times in turn, each lane's speedups and median, places by the medians.", RaceResult),
+                 race_params),
         "race_stream": (described(race_stream, race_params, "Run one race and stream it live: an update every few "
                                   "rounds with each lane's text and meters; the last update's `result` is what "
                                   "/race returns.", StreamUpdate), race_params),

@@ -46,6 +46,7 @@ from demo.story_panel import story_html
 from demo.sweep_tab import busy, sweep_tab
 from demo.texts import FOOT, HERO, LEGEND
 from demo.view import CLOCK, DRAFTS, PLOT_ROUNDS, TABLE_COLUMNS, TABLE_LABEL, empty_table, idle_lanes
+from spec.repeat import REPEATS
 from spec.story import shipped_story
 
 DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}
@@ -101,6 +102,8 @@ def build_demo(stage: Stage) -> gr.Blocks:
                         waiting = stage.preparing is not None  # a first start: Run waits for the model
                         run_btn = gr.Button(WAIT_LABEL if waiting else RUN_LABEL, variant="primary", elem_id="run",
                                             interactive=not waiting)
+                        repeat = gr.Radio([str(n) for n in REPEATS], value="1", label="Repeat", elem_id="repeat",
+                                          info="races in turn: medians, spread")
                         replay_btn = gr.Button("Replay at measured speed", size="sm", elem_id="replay")
                         speed = gr.Radio(["0.5x", "1x", "2x"], value="1x", label="Replay speed", elem_id="replay-speed",
                                          info="for screen recordings")
@@ -148,7 +151,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                 race_out, buttons = [status, errors, *lane_out, plot, why, table, files, summary], [run_btn, stop_btn]
                 gr.on([run_btn.click, prompt.submit], h.arm, None, [status, *buttons], queue=False, js=IN_VIEW_JS,
                       **private).then(
-                    h.run, {prompt, plot_x, *knobs}, race_out, concurrency_id="arena", concurrency_limit=1,
+                    h.run, {prompt, plot_x, repeat, *knobs}, race_out, concurrency_id="arena", concurrency_limit=1,
                     show_progress="minimal", show_progress_on=[status], **private).then(
                     released, None, buttons, queue=False, **private)
                 replaying = replay_btn.click(lambda: armed(busy=False)[1:], None, buttons, queue=False,
@@ -171,7 +174,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                               **private)  # a finished sweep is the story now (a small one: for this visitor only)
                 sweep_stop.click(h.stop, None, None, queue=False, **private)  # the sweep ends itself and says so
         gr.HTML(FOOT)
-        h.bind(prompt, auto_length, controls, sweep_inputs, plot_x)
+        h.bind(prompt, auto_length, controls, sweep_inputs, plot_x, repeat)
 
         # Loading a model reaches across the page: the header, the Settings, the sliders' limits, the lanes.
         load_in = [preset, target_id, dspark_id, dflash_id]

@@ -26,6 +26,7 @@ from demo.story_panel import story_html
 from demo.sweep_tab import busy, run_sweep
 from demo.view import View, idle_lanes
 from spec.errors import SpecError
+from spec.repeat import repeat_count, repeated
 from spec.race_file import race_record
 from spec.report import pairs_words, race_markdown, settings_words
 
@@ -47,10 +48,11 @@ class Handlers:
         self.plot_x: Any = None  # the chart's axis choice (round or race clock)
         self.prefill_rate = 0.0  # prompt tokens per second the last long enough prefill read (this model)
 
-    def bind(self, prompt: Any, auto: Any, controls: dict[str, Any], sweep_inputs: list, plot_x: Any = None) -> None:
+    def bind(self, prompt: Any, auto: Any, controls: dict[str, Any], sweep_inputs: list, plot_x: Any = None,
+             repeat: Any = None) -> None:
         """The components whose values the handlers read from an event's `data`."""
         self.prompt, self.auto, self.controls, self.sweep_inputs = prompt, auto, controls, sweep_inputs
-        self.plot_x = plot_x
+        self.plot_x, self.repeat = plot_x, repeat
 
     # -- the race ----------------------------------------------------------------------------------
 
@@ -67,7 +69,8 @@ class Handlers:
         return armed(busy=self.stage.owner is not None)
 
     def run(self, data: dict, request: gr.Request) -> Iterator[tuple]:
-        """Drain the arena's events into the page, a few updates a second (data: {component: value})."""
+        """Drain the arena's events into the page, a few updates a second (data: {component: value}); a
+        repeat races the prompt again in turn, the lanes showing each race, then the repeat's medians."""
         stage, prompt_text = self.stage, data[self.prompt]
         sid = request.session_hash if request else None
         if sid in stage.cancelled:
@@ -84,29 +87,37 @@ class Handlers:
         view: View | None = None
         try:
             settings = settings_of(page_values(data, self.auto, self.controls), arena)
+            races = repeat_count(data.get(self.repeat, 1)) if self.repeat is not None else 1
             if not prompt_text or not prompt_text.strip():
                 raise SpecError("the prompt is empty: type one or click an example")
-            view = View.for_arena(arena, settings)
-            view.plot_x = data.get(self.plot_x, "round")
-            view.prefill_rate = self.prefill_rate
-            yield view.outputs()
-            stage.owner, last, recorded = sid, 0.0, []
-            for ev in arena.race(prompt_text, settings):
-                recorded.append(ev)
-                view.feed(ev)
-                view.stopping = arena.stopping
-                if ev.kind == "finish":
-                    when = datetime.now(timezone.utc)
-                    record = race_record(recorded, prompt_text, stage.names(), when)
-                    header = {k: v for k, v in record.items() if k != "events"}
-                    stage.record(sid, recorded, header)
-                    view.files = save_results(view, record, when)
-                    view.summary = race_markdown(ev, header)
-                    self.prefill_rate = prefill_rate(ev.outcome) or self.prefill_rate
-                now = time.monotonic()
-                if ev.kind != "round" or now - last >= STREAM_EVERY:
-                    last = now
-                    yield view.outputs()
+            stage.owner, finishes = sid, []
+            for i in range(races):
+                view = View.for_arena(arena, settings)
+                view.plot_x, view.race_no = data.get(self.plot_x, "round"), (i + 1, races)
+                view.prefill_rate = self.prefill_rate
+                yield view.outputs()
+                last, recorded = 0.0, []
+                for ev in arena.race(prompt_text, settings):
+                    recorded.append(ev)
+                    view.feed(ev)
+                    view.stopping = arena.stopping
+                    if ev.kind == "finish":
+                        finishes.append(ev)
+                        if races > 1 and (i + 1 == races or ev.outcome.stopped):
+                            view.show_repeat(repeated(finishes, races))
+                        when = datetime.now(timezone.utc)
+                        record = race_record(recorded, prompt_text, stage.names(), when)
+                        header = {k: v for k, v in record.items() if k != "events"}
+                        stage.record(sid, recorded, header)
+                        view.files = save_results(view, record, when)
+                        view.summary = race_markdown(ev, header, view.repeat)
+                        self.prefill_rate = prefill_rate(ev.outcome) or self.prefill_rate
+                    now = time.monotonic()
+                    if ev.kind != "round" or now - last >= STREAM_EVERY:
+                        last = now
+                        yield view.outputs()
+                if view.state != "finished":
+                    break
         except Exception as e:  # a readable message in the page; the server keeps serving
             msg = stage.tell(e)
             gr.Warning(msg, duration=10)

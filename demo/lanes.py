@@ -45,6 +45,7 @@ class Lane:
         self.done = False
         self.outcome: Any = None  # spec.outcome.LaneOutcome once the race is over: the numbers its card shows
         self.note = ""  # how this lane runs unlike its usual self ("Markov off"), said on its card
+        self.races = ""  # a finished repeat: its speedups' range ("3 races: ×1.28–1.35"), a badge on its card
 
     def add(self, r: Any) -> None:
         for kind, text in r.pieces:
@@ -117,6 +118,9 @@ def meters_html(name: str, lane: Lane | None, speedup: float | None, absent: str
                    f'{plural(m.rounds, "round")}</span>')
     if o is not None and o.status != "finished":
         badges += f'<span class="cut {o.status.split()[0]}" title="how this lane ended">{esc(o.status)}</span>'
+    if lane.races:
+        badges += (f'<span class="chosen races" title="a repeat: the card shows the medians of its races">'
+                   f'{esc(lane.races)}</span>')
     if o is not None and o.place is not None:
         tie, why = (" tie", "a tie: within the race&#39;s noise band") if o.tied else ("", "")
         badges = f'<span class="place p{o.place}{tie}" title="{why}">{o.place_text}</span>' + badges

@@ -72,6 +72,9 @@ def status_html(view: Any) -> str:
         elif view.prompt_tokens and view.prefilled < view.prompt_tokens and not view.replay:
             what = reading(view)
         source = f'<div class="source">{esc(view.source)}</div>' if view.source else ""
+        i, n = view.race_no
+        if n > 1:
+            what = f"Race {i} of {n} · {what}"
         return (f'<div class="status racing"><span class="pulse"></span>{what} · {clocks(view)}'
                 f'{strip_html(view)}{source}</div>')
     out = view.outcome
@@ -83,6 +86,11 @@ def status_html(view: Any) -> str:
     if view.state == "stopped":  # the headline starts "Stopped:": said once
         said = out.headline().removeprefix("Stopped:").strip() if out else ""
         head = f"<b>Stopped{replayed}:</b> {esc(said)} {order_html(out) if out else ''}"
+        if view.repeat is not None and view.repeat.races:
+            head += f'<div class="repeat">{esc(view.repeat.headline())}</div>'
+    elif view.repeat is not None and view.repeat.races > 1:
+        head = (f'<b>Finished.</b> <span class="winner">{esc(view.repeat.headline())}</span> '
+                f"{order_html(out, median=True)} {same_rounds_html(view.repeat)}")
     else:
         head = (f'<b>Finished{replayed}.</b> <span class="winner">{esc(out.headline())}</span> '
                 f"{order_html(out)}")
@@ -93,10 +101,19 @@ def status_html(view: Any) -> str:
             + (f'<div class="source">{esc(view.source)}</div>' if view.source else "") + "</div>")
 
 
-def order_html(outcome: Any) -> str:
+def same_rounds_html(rep: Any) -> str:
+    """Whether every race of a repeat committed the same rounds (then only the machine's timing moved)."""
+    if rep.same_rounds:
+        return (f'<span class="same-rounds">Same rounds in all {rep.races} races (draft lengths, accepts, tokens): '
+                "only the times moved.</span>")
+    differ = ", ".join(lane_label(o.engine, False) for o in rep.lanes.values() if not o.same_rounds)
+    return f'<span class="same-rounds differ">The rounds differed between races in: {esc(differ)}.</span>'
+
+
+def order_html(outcome: Any, median: bool = False) -> str:
     """The places, fastest first, each lane with its finish time on the race clock ("=" joins a tie).
     When the lanes wrote different lengths (T > 0, or a stopped race), speed ranks them, so each shows its
-    tokens too."""
+    tokens too. `median`: a repeat's median outcome (spec.repeat), said so."""
     lanes = outcome.order
     if not lanes:
         return ""
@@ -106,8 +123,8 @@ def order_html(outcome: Any) -> str:
         sep = "" if i == 0 else (" = " if o.tied and o.place == lanes[i - 1].place else " → ")
         what = f"{o.finish_seconds:.2f} s" if same else f"{o.tokens} tokens in {o.finish_seconds:.2f} s"
         parts.append(f"{sep}{esc(outcome.label(o.engine))} {what}")
-    title = ("Finish: " if same else STOPPED_ORDER + ": " if outcome.stopped
-             else "By tokens per engine second (the lanes wrote different lengths): ")
+    title = (("Median finish: " if median else "Finish: ") if same else STOPPED_ORDER + ": " if outcome.stopped
+             else f"By {'median ' if median else ''}tokens per engine second (the lanes wrote different lengths): ")
     return f'<span class="order">{title}{"".join(parts)}</span>'
 
 

@@ -48,6 +48,8 @@ class View:
     speed: float = 1.0  # a replay's speed (1 = as the engines ran)
     summary: str = ""  # the finished race in Markdown (spec.report.race_markdown), for a chat or an issue
     plot_x: str = "round"  # the per-round chart against the round number or the race clock (CLOCK)
+    race_no: tuple[int, int] = (1, 1)  # a repeat: this race's number and how many were asked for
+    repeat: Any = None  # spec.repeat.Repeated once a repeat is over: the cards and table show its medians
 
     def ran_with(self, settings: Any) -> "View":
         """What the race runs with that the page shows: the confidence cut, a lane's ablation."""
@@ -111,6 +113,22 @@ class View:
             self.state = "stopped" if ev.outcome.stopped else "finished"
             self.table = results_table(ev.outcome, ev.verdicts)  # numbers, as downloaded
 
+    def show_repeat(self, rep: Any) -> None:
+        """A repeat is over: its places, medians and band on the cards and in the table (spec.repeat), each
+        card with its speedups' range; a stopped one keeps the stopped race's page and adds its line."""
+        from spec.report import results_table
+
+        self.repeat = rep
+        if self.state == "stopped" or not rep.races:
+            return
+        self.outcome = rep.median_outcome()
+        for name, o in self.outcome.lanes.items():
+            if name in self.lanes:
+                self.lanes[name].outcome = o
+                if name != "greedy":  # the reference: ×1.00 in every race
+                    self.lanes[name].races = f"{rep.races} races: {rep.lanes[name].range_text}"
+        self.table = results_table(self.outcome, self.verdicts, each={n: o.speedups for n, o in rep.lanes.items()})
+
     def speedup(self, name: str) -> float | None:
         """The one speedup (end to end): the outcome's once the race is over; while it runs, this lane's
         tokens per engine second so far over the plain lane's."""
@@ -149,8 +167,11 @@ class View:
             cols += [meters_html(name, lane, self.speedup(name) if lane else None, self.absent.get(name, "")),
                      text_html(name, lane)]
         files = gr.File(value=self.files, visible=True) if self.files else gr.File(value=None, visible=False)
-        table = gr.DataFrame(shown(self.table) if self.table is not None else empty_table(),  # the cards' digits
-                             label=STOPPED_TABLE_LABEL if self.state == "stopped" else TABLE_LABEL)
+        shown_table = shown(self.table) if self.table is not None else empty_table()  # the cards' digits
+        table = gr.DataFrame(shown_table, column_widths=[f"{WIDTHS.get(c, 80)}px" for c in shown_table.columns],
+                             label=STOPPED_TABLE_LABEL if self.state == "stopped" else
+                             REPEAT_TABLE_LABEL.format(n=self.repeat.races) if self.repeat is not None and
+                             self.repeat.races > 1 else TABLE_LABEL)
         summary = gr.Textbox(value=self.summary, visible=bool(self.summary and self.outcome is not None))
         return (status_html(self) + below_greedy_html(self), "", *cols, self.plot_update(), self.why_html(), table,
                 files, summary)
@@ -192,7 +213,11 @@ class View:
 TABLE_COLUMNS = {"place": 60, "engine": 88, "speedup": 76, "tok/s": 64, "mean accept": 72, "tokens": 68, "rounds": 68,
                  "finish s": 80, "status": 128, "lossless (vs greedy)": 180, "decode tok/s": 72,
                  "decode speedup": 80, "prefill s": 84, "prompt tokens": 72}  # px: a header never breaks inside a
-# word, and the whole table (1,192 px) fits the page's column at 1440 px (1,376 px had the last two clipped)
+# word, and the whole table (1,192 px) fits the page's column at 1440 px (1,376 px had the last two clipped);
+# a repeat adds its speedups beside the median (1,342 px)
+WIDTHS = {**TABLE_COLUMNS, "vs plain sampling": 180, "speedups (each race)": 150}
+REPEAT_TABLE_LABEL = ("Results of {n} races, fastest first by the median speedup (speedup, tok/s, finish s: the "
+                      "races' medians; each race's speedup beside it)")
 
 
 TABLE_LABEL = ("Results, fastest first (speedup and tok/s: end to end, tokens per engine second; decode-only "

@@ -38,8 +38,10 @@ def cost_model(arena: Any, preset: str = "pocket") -> str:
         trees = (f"choices 2, 3, ... land where the ones before missed: {', '.join(f'{r:.2f}' for r in c.second)}; "
                  f"a tree round costs {c.tree_ms:.1f} ms more than a chain of as many drafts" if c.second
                  else "this target verifies chains only")
+        loop = (f"a round in a real generation costs {c.loop_ms:+.1f} ms beyond its parts above (a chain), "
+                f"{c.tree_loop_ms:+.1f} ms (a tree)")
         out.append(f"\nauto's cost model, {kind} head ({preset}): ms per round verifying k drafts (a chain, or a "
-                   f"tree of k)\n\n{to_markdown(pd.DataFrame(rows))}\n\n{trees}\n")
+                   f"tree of k)\n\n{to_markdown(pd.DataFrame(rows))}\n\n{trees}; {loop}\n")
     return "".join(out)
 
 

@@ -56,17 +56,23 @@ def shown(table: Any) -> Any:
     return out
 
 
-def race_markdown(final: Any, header: dict) -> str:
+def race_markdown(final: Any, header: dict, repeat: Any = None) -> str:
     """A finished race as Markdown for a chat or an issue: the headline, the table, the verdicts, each
     head's per-slot shares, the settings, models, machine and versions it ran with (header: the race
-    file's, spec.race_file.race_record)."""
+    file's, spec.race_file.race_record). `repeat` (spec.repeat.Repeated, its last race `final`): its
+    headline, and its medians and each race's speedups in the table."""
     from .slots import shares_text
 
-    out = final.outcome
+    out, each, title = final.outcome, None, "Spec Arena race"
+    if repeat is not None and repeat.races > 1 and not out.stopped:
+        out, each = repeat.median_outcome(), {n: o.speedups for n, o in repeat.lanes.items()}
+        title = f"Spec Arena, one prompt raced {repeat.races} times"
     prompt = " ".join(str(header.get("prompt", "")).split())
-    cols = ["place", "engine", "speedup", "tok/s", "mean accept", "tokens", "finish s", "status"]
-    table = shown(results_table(out, final.verdicts))
-    lines = [f"**Spec Arena race**: {out.headline()}", "", f"> {prompt[:300]}{'…' if len(prompt) > 300 else ''}", "",
+    cols = ["place", "engine", "speedup", "speedups (each race)", "tok/s", "mean accept", "tokens", "finish s",
+            "status"]
+    table = shown(results_table(out, final.verdicts, each))
+    headline = repeat.headline() if each is not None else out.headline()
+    lines = [f"**{title}**: {headline}", "", f"> {prompt[:300]}{'…' if len(prompt) > 300 else ''}", "",
              to_markdown(table[[c for c in cols if c in table.columns]]), ""]
     lines += [f"- {out.label(n)}: {v}" for n, v in final.verdicts.items()]
     lines += [f"- {out.label(n)} per draft slot (landed / reached): {shares_text(rows)}"
