@@ -15,7 +15,8 @@ STOPPED_ORDER = "Ahead when stopped, by tokens per engine second"  # a stopped r
 
 
 def clocks(view: Any) -> str:
-    return (f'<span class="clock" title="engine seconds: each lane\'s own compute">race clock '
+    last = "the last race's " if view.repeat is not None and view.repeat.races > 1 else ""
+    return (f'<span class="clock" title="engine seconds: each lane\'s own compute">{last}race clock '
             f'<b>{view.clock:.2f} s</b></span> · <span class="wall">{view.wall:.2f} s wall</span>')
 
 
@@ -90,7 +91,7 @@ def status_html(view: Any) -> str:
             head += f'<div class="repeat">{esc(view.repeat.headline())}</div>'
     elif view.repeat is not None and view.repeat.races > 1:
         head = (f'<b>Finished.</b> <span class="winner">{esc(view.repeat.headline())}</span> '
-                f"{order_html(out, median=True)} {same_rounds_html(view.repeat)}")
+                f"{order_html(out, median=True)}. {same_rounds_html(view.repeat)}")
     else:
         head = (f'<b>Finished{replayed}.</b> <span class="winner">{esc(out.headline())}</span> '
                 f"{order_html(out)}")
@@ -105,9 +106,9 @@ def same_rounds_html(rep: Any) -> str:
     """Whether every race of a repeat committed the same rounds (then only the machine's timing moved)."""
     if rep.same_rounds:
         return (f'<span class="same-rounds">Same rounds in all {rep.races} races (draft lengths, accepts, tokens): '
-                "only the times moved.</span>")
+                "only the times moved</span>")
     differ = ", ".join(lane_label(o.engine, False) for o in rep.lanes.values() if not o.same_rounds)
-    return f'<span class="same-rounds differ">The rounds differed between races in: {esc(differ)}.</span>'
+    return f'<span class="same-rounds differ">The rounds differed between races in: {esc(differ)}</span>'
 
 
 def order_html(outcome: Any, median: bool = False) -> str:

@@ -168,6 +168,8 @@ class View:
                      text_html(name, lane)]
         files = gr.File(value=self.files, visible=True) if self.files else gr.File(value=None, visible=False)
         shown_table = shown(self.table) if self.table is not None else empty_table()  # the cards' digits
+        if "speedups (each race)" in shown_table:  # a repeat: its speedups in the place of the decode details
+            shown_table = shown_table.drop(columns=["decode tok/s", "decode speedup"])
         table = gr.DataFrame(shown_table, column_widths=[f"{WIDTHS.get(c, 80)}px" for c in shown_table.columns],
                              label=STOPPED_TABLE_LABEL if self.state == "stopped" else
                              REPEAT_TABLE_LABEL.format(n=self.repeat.races) if self.repeat is not None and
@@ -214,10 +216,10 @@ TABLE_COLUMNS = {"place": 60, "engine": 88, "speedup": 76, "tok/s": 64, "mean ac
                  "finish s": 80, "status": 128, "lossless (vs greedy)": 180, "decode tok/s": 72,
                  "decode speedup": 80, "prefill s": 84, "prompt tokens": 72}  # px: a header never breaks inside a
 # word, and the whole table (1,192 px) fits the page's column at 1440 px (1,376 px had the last two clipped);
-# a repeat adds its speedups beside the median (1,342 px)
-WIDTHS = {**TABLE_COLUMNS, "vs plain sampling": 180, "speedups (each race)": 150}
+# a repeat shows its speedups beside the median instead of the decode-only details (1,164 px)
+WIDTHS = {**TABLE_COLUMNS, "vs plain sampling": 180, "speedups (each race)": 124}
 REPEAT_TABLE_LABEL = ("Results of {n} races, fastest first by the median speedup (speedup, tok/s, finish s: the "
-                      "races' medians; each race's speedup beside it)")
+                      "races' medians; each race's speedup beside it; decode-only details in the download)")
 
 
 TABLE_LABEL = ("Results, fastest first (speedup and tok/s: end to end, tokens per engine second; decode-only "

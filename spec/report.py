@@ -29,7 +29,7 @@ def results_table(outcome: Outcome, verdicts: dict[str, str], each: dict[str, li
             "engine": ("plain sampling" if outcome.sampled and o.engine == "greedy" else o.engine)
             + (f" ({outcome.notes[o.engine]})" if o.engine in outcome.notes else ""),
             "speedup": rnd(o.speedup, 2),
-            **({"speedups (each race)": " ".join("–" if x is None else f"×{x:.2f}" for x in each.get(o.engine, []))}
+            **({"speedups (each race)": " ".join("–" if x is None else f"{x:.2f}" for x in each.get(o.engine, []))}
                if each is not None else {}),
             "tok/s": round(o.tok_s, 1), "mean accept": rnd(o.mean_accept, 2), "tokens": o.tokens,
             "rounds": o.rounds, "finish s": round(o.finish_seconds, 2), "status": o.status,
