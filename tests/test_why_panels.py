@@ -27,6 +27,7 @@ from spec.outcome import Outcome  # noqa: E402
 from spec.race import Meter, RaceEvent, RaceSettings  # noqa: E402
 from spec.results import GenResult, Round  # noqa: E402
 from test_app import app, artifacts, browser, opened, visit  # noqa: E402,F401
+from test_page import open_file  # noqa: E402
 
 # One lane's rounds after its prefill: (accepted, drafted, parents, path, levels, estimates). A tree's
 # parents: rows 1, 2 under the anchor, 3 under 1, 4 under 2 (the path (0, 2) took the 2nd guess).
@@ -213,12 +214,6 @@ TOPS_JS = """() => ['dspark', 'dflash', 'greedy'].map(n => {
   const seen = document.querySelector(`#text-${n} .html-container`).getBoundingClientRect().top;  // a long text scrolls
   return {top: Math.max(box.top, seen), bottom: box.bottom, card: card.bottom,
           figure: fig && fig.getBoundingClientRect().top}; })"""
-
-
-def open_file(page, path) -> None:
-    with page.expect_file_chooser() as chooser:
-        page.click("#open-race")
-    chooser.value.set_files(str(path))
 
 
 @pytest.mark.browser
