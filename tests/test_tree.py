@@ -289,10 +289,16 @@ def test_end_to_end_trees_sample_the_targets_joint_law(tiny_dir):
 
 
 def test_tree_rounds_that_cost_more_in_the_loop_than_calibrated_lose_to_chains():
+    from dataclasses import replace
+
     from spec.autodraft import AutoDraft
 
     auto = AutoDraft(tree_costs(7), max_k=7, max_nodes=7)
     assert auto.next() == 7 and auto.nodes == 7
+    dear = AutoDraft(replace(tree_costs(7), tree_loop_ms=29.0), max_k=7, max_nodes=7)  # calibrated: ~3x its 11 ms
+    assert dear.next() and dear.nodes == 0 and dear.extra == 0.0  # chains, whose own loop cost is not the trees'
+    auto = AutoDraft(tree_costs(7), max_k=7, max_nodes=7, adapt=True)  # the chooser before issue 39: it learned
+    assert auto.next() == 7 and auto.nodes == 7  # the same from its own rounds
     for _ in range(20):
         auto.observe(7, 2, ms=40.0, levels=[(1, 2), (1, 2), (0, 2)])  # each tree round: ~3x its calibrated 11 ms
     assert auto.tree_extra > 20 and auto.extra == 0.0  # the chains' own extra is not theirs to pay
