@@ -92,6 +92,10 @@ class Handlers:
                 raise SpecError("the prompt is empty: type one or click an example")
             stage.owner, finishes = sid, []
             for i in range(races):
+                if i and sid in stage.cancelled:  # Stop pressed between two races (the next race would reset
+                    view.show_repeat(repeated(finishes, races))  # the arena's flag): the repeat ends here
+                    yield view.outputs()
+                    break
                 view = View.for_arena(arena, settings)
                 view.plot_x, view.race_no = data.get(self.plot_x, "round"), (i + 1, races)
                 view.prefill_rate = self.prefill_rate
@@ -174,12 +178,12 @@ class Handlers:
                 yield view.outputs()
 
     def stop(self, request: gr.Request) -> None:
-        """Stop our own race within one round (or our queued run before it starts); never someone else's."""
+        """Stop our own race within one round (or our queued run before it starts, or a repeat between two
+        of its races); never someone else's."""
         sid = request.session_hash
         if self.stage.owner == sid and self.stage.arena is not None:
             self.stage.arena.stop()
-        else:
-            self.stage.cancelled.add(sid)
+        self.stage.cancelled.add(sid)  # Run and the sweep's Run forget it when clicked again
 
     # -- the sweep ---------------------------------------------------------------------------------
 

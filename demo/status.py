@@ -15,7 +15,7 @@ STOPPED_ORDER = "Ahead when stopped, by tokens per engine second"  # a stopped r
 
 
 def clocks(view: Any) -> str:
-    last = "the last race's " if view.repeat is not None and view.repeat.races > 1 else ""
+    last = "the last race's " if view.repeat is not None and view.repeat.races > 1 else ""  # one: its own
     return (f'<span class="clock" title="engine seconds: each lane\'s own compute">{last}race clock '
             f'<b>{view.clock:.2f} s</b></span> · <span class="wall">{view.wall:.2f} s wall</span>')
 
@@ -89,9 +89,9 @@ def status_html(view: Any) -> str:
         head = f"<b>Stopped{replayed}:</b> {esc(said)} {order_html(out) if out else ''}"
         if view.repeat is not None and view.repeat.races:
             head += f'<div class="repeat">{esc(view.repeat.headline())}</div>'
-    elif view.repeat is not None and view.repeat.races > 1:
+    elif view.repeat is not None and view.repeat.asked > 1 and view.repeat.races:
         head = (f'<b>Finished.</b> <span class="winner">{esc(view.repeat.headline())}</span> '
-                f"{order_html(out, median=True)}. {same_rounds_html(view.repeat)}")
+                f"{order_html(out, median=True)}. {same_rounds_html(view.repeat) if view.repeat.races > 1 else ''}")
     else:
         head = (f'<b>Finished{replayed}.</b> <span class="winner">{esc(out.headline())}</span> '
                 f"{order_html(out)}")

@@ -11,7 +11,7 @@ import gradio as gr
 import pandas as pd
 
 from demo.confidence_chart import confidence_chart
-from demo.lanes import LANES, Lane, meters_html, text_html
+from demo.lanes import LANES, Lane, meters_html, plural, text_html
 from demo.notes import below_greedy_html
 from demo.slot_chart import slot_chart
 from demo.status import status_html
@@ -126,7 +126,7 @@ class View:
             if name in self.lanes:
                 self.lanes[name].outcome = o
                 if name != "greedy":  # the reference: ×1.00 in every race
-                    self.lanes[name].races = f"{rep.races} races: {rep.lanes[name].range_text}"
+                    self.lanes[name].races = f"{plural(rep.races, 'race')}: {rep.lanes[name].range_text}"
         self.table = results_table(self.outcome, self.verdicts, each={n: o.speedups for n, o in rep.lanes.items()})
 
     def speedup(self, name: str) -> float | None:

@@ -82,7 +82,8 @@ class Repeated:
             decode = [o.lanes[n].decode_speedup for o in outs if o.lanes[n].decode_speedup is not None]
             rows[n] = dict(engine=n, speedups=speedups, median=med, spread=spread,
                            finish_seconds=each("finish_seconds"), tok_s=each("tok_s"),
-                           decode_tok_s=each("decode_tok_s"), decode_speedup=statistics.median(decode) if decode else None,
+                           decode_tok_s=each("decode_tok_s"),
+                           decode_speedup=statistics.median(decode) if decode else None,
                            same_rounds=len({fingerprint(res[n]) for res, _ in done}) == 1)
         band = max([race_band] + [r["spread"] for r in rows.values()])
         placed = {}

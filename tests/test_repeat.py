@@ -32,7 +32,8 @@ def test_places_follow_the_medians_and_each_lane_keeps_its_speedups():
     assert rep.band == pytest.approx(ds.spread)  # the widest spread, wider than one race's noise
     assert rep.band > TIE_FLOOR and rep.races == rep.asked == 3 and not rep.stopped
     assert rep.winner == "dspark" and [o.engine for o in rep.order] == ["dspark", "dflash", "greedy"]
-    assert rep.headline().startswith("Over 3 races: DSpark wins, median ×1.50 vs greedy (DSpark ×1.50 (×1.43–1.58)")
+    assert rep.headline().startswith("Over 3 races: DSpark wins, median ×1.50 vs greedy "
+                                      "(DSpark ×1.50 (×1.43–1.58)")
     assert rep.same_rounds  # the hand-built races commit the same rounds
 
 

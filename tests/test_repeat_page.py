@@ -92,7 +92,73 @@ def test_browser_repeat_three_races_then_the_medians(app, browser, size):
         assert all(len(r[head.index("speedups (each race)")].split()) == 3 for r in rows)
         if size[0] > 1000:  # every column in view at 1440 px: the race's speedups replace the decode details
             edges = page.evaluate("""() => [document.querySelector('#table').getBoundingClientRect().right,
-                Math.max(...[...document.querySelectorAll('#table thead th')].map(h => h.getBoundingClientRect().right))]""")
+                Math.max(...[...document.querySelectorAll('#table thead th')]
+                  .map(h => h.getBoundingClientRect().right))]""")
             assert edges[1] <= edges[0] + 1, edges
         for name, card in cards.items():  # the cards' places are the table's (the repeat's), never one race's
             assert places[name] in card, (name, places, card)
+
+
+class ScriptedArena:
+    """An arena whose races are hand-built (each finishes at once): enough for the page's handler."""
+
+    def __init__(self, finishes: list[dict], on_finish=lambda i: None):
+        self.heads, self.missing, self.info, self.stopping = {"dspark": None, "dflash": None}, {}, {}, False
+        self.finishes, self.on_finish, self.raced = finishes, on_finish, 0
+
+    def race(self, prompt, settings):
+        from spec.race import RaceEvent
+
+        res = race(**self.finishes[self.raced])
+        self.raced += 1
+        yield RaceEvent("start", settings=settings, prompt_tokens=10)
+        yield RaceEvent("finish", results=res, verdicts={n: "identical to greedy" for n in res if n != "greedy"},
+                        outcome=Outcome.of(res), clock=3.0, wall=3.0)
+        self.on_finish(self.raced)
+
+    def stop(self):
+        self.stopping = True
+
+
+def run_page(arena, repeat: str):
+    """Handlers.run over `arena` with the page's defaults and Repeat set; (handler, request, updates)."""
+    from types import SimpleNamespace
+
+    from demo.handlers import Handlers
+    from demo.knobs import KNOBS
+    from demo.stage import Stage
+
+    stage = Stage()
+    stage.arena = arena
+    h = Handlers(stage)
+    controls = {k.name: object() for k in KNOBS}
+    auto, prompt, repeat_box, plot_x = object(), object(), object(), object()
+    h.bind(prompt, auto, controls, [], plot_x, repeat_box)
+    data = {prompt: "hi", auto: True, repeat_box: repeat, plot_x: "round",
+            **{c: (0 if k.default == "auto" else k.default) for k, c in zip(KNOBS, controls.values())}}
+    request = SimpleNamespace(session_hash="me")
+    return h, request, data
+
+
+def test_the_page_runs_each_race_of_a_repeat_then_its_medians():
+    arena = ScriptedArena([dict(dspark=2.0, dflash=2.5, greedy=3.0)] * 3)
+    h, request, data = run_page(arena, "3")
+    updates = list(h.run(data, request))
+    assert arena.raced == 3 and "Over 3 races: DSpark wins" in updates[-1][0]
+
+
+def test_stop_between_two_races_of_a_repeat_ends_it_and_says_so():
+    arena = None
+
+    def stop_after_first(i):
+        if i == 1:
+            h.stop(request)  # pressed while the first race's finish is on the page
+
+    arena = ScriptedArena([dict(dspark=2.0, dflash=2.5, greedy=3.0)] * 3, stop_after_first)
+    h, request, data = run_page(arena, "3")
+    arena.stop = lambda: None  # between races the arena has nothing to stop: its next race would clear the flag
+    h.stage.owner = "me"
+    updates = list(h.run(data, request))
+    assert arena.raced == 1, "a second race started after Stop"
+    assert "Over 1 race (stopped: 1 of 3 ran)" in updates[-1][0]
+    assert "Same rounds" not in updates[-1][0] and "1 races" not in updates[-1][0]
