@@ -64,7 +64,7 @@ class RaceResult(TypedDict):
     # "high", "slots", "landed", "mean_estimate"}], "cuts": [{"threshold", "verified", "landed", "saved", "lost",
     # "unknown"}]}: its estimates against what landed, and what each slider value would save or lose
     repeat: Optional[RepeatResult]  # repeat > 1: the races' speedups, medians and places (headline, winner,
-    # tie_band and finish_order then follow the medians; the table, texts and verdicts are the last race's)
+    # tie_band, finish_order and the table then follow the medians; the texts and verdicts are the last race's)
 
 
 class LaneUpdate(TypedDict):
@@ -138,6 +138,8 @@ def race_result(events: list, models: dict[str, str], rep: Any = None) -> RaceRe
     out = final.outcome
     table = results_table(out, final.verdicts)
     r3 = lambda x: None if x is None else round(x, 3)  # noqa: E731
+    if rep is not None and rep.races and not out.stopped:  # the table follows the medians too, as the page's
+        table = results_table(rep.median_outcome(), final.verdicts, {n: o.speedups for n, o in rep.lanes.items()})
     if rep is not None and rep.races:
         head, winner, band = rep.headline(), rep.winner, rep.band
         order = [Place(engine=o.engine, place=o.place, tied=o.tied, finish_seconds=r3(o.finish_seconds),

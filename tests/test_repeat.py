@@ -192,6 +192,9 @@ def test_the_api_repeats_and_gives_each_lanes_speedups_and_median(app):
     for lane in out["finish_order"]:
         assert len(lane["speedups"]) == 3 and lane["median"] == lane["speedup"]
     assert out["headline"] == out["repeat"]["headline"] and out["headline"].startswith("Over 3 races")
+    places = {x["engine"]: x["place"] for x in out["finish_order"]}
+    assert [r["engine"] for r in out["table"]] == [x["engine"] for x in out["finish_order"]]  # one order
+    assert all(len(r["speedups (each race)"].split()) == 3 for r in out["table"]) and places
     one = c.predict("hello there", 6, api_name="/race")
     assert one["repeat"] is None and all(len(x["speedups"]) == 1 for x in one["finish_order"])
     with pytest.raises(AppError, match="repeat must be 1, 3 or 5 races"):
