@@ -113,20 +113,8 @@ class SweepResult(TypedDict):
 
 
 def race_events(stage: Any, prompt: str, knobs: dict[str, Any]) -> Iterator[Any]:
-    """The served arena's race events; bad input and failures become one readable gr.Error (no
-    traceback in the server's log: the message is the whole story)."""
-    from spec.errors import SpecError
-
-    arena = stage.arena
-    if arena is None:
-        raise gr.Error(stage.tell(stage.error or "no model is loaded"), print_exception=False)
-    try:
-        settings = settings_of(knobs, arena)
-        if not prompt or not prompt.strip():
-            raise SpecError("the prompt is empty")
-        yield from arena.race(prompt, settings)
-    except Exception as e:
-        raise gr.Error(stage.tell(e), print_exception=False) from None
+    """One race's events on the served arena (repeated_events with one race)."""
+    return (ev for _, _, ev in repeated_events(stage, prompt, 1, knobs))
 
 
 def race_result(events: list, models: dict[str, str], rep: Any = None) -> RaceResult:
@@ -178,23 +166,25 @@ REPEAT = ("repeat", int, 1, "races of the prompt, in turn: 1, 3 or 5 (each lane'
           "places by the medians, ties within the spread the races showed)")
 
 
-def repeated_events(stage: Any, prompt: str, repeat: Any, values: dict[str, Any]) -> Iterator[tuple[int, int, Any]]:
-    """(race, races, event) of `repeat` races in turn, each as race_events runs it; a stopped race ends it."""
+def repeated_events(stage: Any, prompt: str, repeat: Any, knobs: dict[str, Any]) -> Iterator[tuple[int, int, Any]]:
+    """(race, races, event) of `repeat` races of the prompt on the served arena, in turn (spec.repeat); bad
+    input and failures become one readable gr.Error (no traceback in the server's log: the message is the
+    whole story)."""
     from spec.errors import SpecError
-    from spec.repeat import repeat_count
+    from spec.repeat import repeat_count, repeat_race
 
+    arena = stage.arena
+    if arena is None:
+        raise gr.Error(stage.tell(stage.error or "no model is loaded"), print_exception=False)
     try:
         n = repeat_count(repeat)
-    except SpecError as e:
-        raise gr.Error(str(e), print_exception=False) from None
-    for i in range(n):
-        stopped = True
-        for ev in race_events(stage, prompt, values):
+        settings = settings_of(knobs, arena)
+        if not prompt or not prompt.strip():
+            raise SpecError("the prompt is empty")
+        for i, ev in repeat_race(arena, prompt, settings, n):
             yield i + 1, n, ev
-            if ev.kind == "finish":
-                stopped = ev.outcome.stopped
-        if stopped:
-            return
+    except Exception as e:
+        raise gr.Error(stage.tell(e), print_exception=False) from None
 
 
 def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
