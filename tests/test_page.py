@@ -495,6 +495,14 @@ def open_file(page, path) -> None:
     chooser.value.set_files(str(path))
 
 
+def replay_file(page, url: str, path) -> None:
+    """A fresh page opens a race file and watches it replayed at 2x to its end."""
+    visit(page, url)
+    page.get_by_label("2x").check()
+    open_file(page, path)
+    page.wait_for_selector("#status .status.finished", timeout=60_000)
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("size", [(1440, 900), (390, 844)])
 def test_an_opened_race_file_replays_the_same_race(app, browser, tiny_dir, tmp_path, size):
@@ -516,10 +524,7 @@ def test_an_opened_race_file_replays_the_same_race(app, browser, tiny_dir, tmp_p
     path.write_text(json.dumps(race_record(events, "A race from elsewhere.", {"target": "tiny"})))
     tag = "phone" if size[0] < 500 else "desktop"
     with opened(browser, f"open-race-{tag}-failure.png", size=size) as page:
-        visit(page, app.url)
-        page.get_by_label("2x").check()
-        open_file(page, path)
-        page.wait_for_selector("#status .status.finished", timeout=60_000)
+        replay_file(page, app.url, path)
         status = page.locator("#status").inner_text()
         assert "(replayed)" in status and "Opened shared-race.json" in status, status
         assert "Models: target tiny. Settings: 20 new tokens, T = 0 (greedy), DSpark draft length auto" in status

@@ -37,6 +37,14 @@ SCROLL_JS = """(to) => { if (!document.querySelector('#status .racing')) return 
   window.scrollTo(0, to === 'end' ? document.documentElement.scrollHeight : to); return true; }"""
 
 
+def long_race(page, url: str, tokens: int) -> None:
+    """A fresh page runs a long race, every frame watched (WATCH_JS), until all three lanes stream."""
+    fresh(page, url, tokens, "Tell me a long story.")
+    page.evaluate(WATCH_JS)
+    page.click("#run")
+    page.wait_for_function(STREAMING_JS, timeout=60_000, polling="raf")
+
+
 def out_of_view(seen: list[dict]) -> list[dict]:
     """Frames where the status line's first line (the headline's start) or Stop was off screen."""
     return [f for f in seen if not (-1 <= f["status"]["t"] and f["status"]["t"] + 20 <= f["h"]
@@ -63,10 +71,7 @@ def test_the_headline_and_stop_stay_in_view_through_the_finish(app, browser, siz
     out of view the whole race."""
     tag = "phone" if size[0] < 500 else "desktop"
     with opened(browser, f"race-bar-{tag}-failure.png", size=size) as page:
-        fresh(page, app.url, 600, "Tell me a long story.")
-        page.evaluate(WATCH_JS)
-        page.click("#run")
-        page.wait_for_function(STREAMING_JS, timeout=60_000, polling="raf")
+        long_race(page, app.url, 600)
         if page.evaluate(SCROLL_JS, 700):
             page.wait_for_timeout(300)
             page.screenshot(path=str(artifacts() / f"race-bar-{tag}-live.png"))
@@ -98,10 +103,7 @@ def test_a_stopped_race_says_so_once_in_the_order_the_lanes_had_got_to(app, brow
     (it was headed "fastest first" and read greedy 1, DFlash 0.81, DSpark 1.02)."""
     tag = "phone" if size[0] < 500 else "desktop"
     with opened(browser, f"race-bar-stopped-{tag}-failure.png", size=size) as page:
-        fresh(page, app.url, 2000, "Tell me a long story.")
-        page.evaluate(WATCH_JS)
-        page.click("#run")
-        page.wait_for_function(STREAMING_JS, timeout=60_000, polling="raf")
+        long_race(page, app.url, 2000)
         page.evaluate("() => window.scrollBy(0, 700)")
         page.wait_for_timeout(300)
         stop = page.evaluate("() => { const r = document.querySelector('#stop').getBoundingClientRect();"

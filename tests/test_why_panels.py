@@ -26,8 +26,8 @@ from spec.confidence import ConfidenceCheck  # noqa: E402
 from spec.outcome import Outcome  # noqa: E402
 from spec.race import Meter, RaceEvent, RaceSettings  # noqa: E402
 from spec.results import GenResult, Round  # noqa: E402
-from test_app import app, artifacts, browser, opened, visit  # noqa: E402,F401
-from test_page import open_file  # noqa: E402
+from test_app import app, artifacts, browser, opened  # noqa: E402,F401
+from test_page import replay_file  # noqa: E402
 
 # One lane's rounds after its prefill: (accepted, drafted, parents, path, levels, estimates). A tree's
 # parents: rows 1, 2 under the anchor, 3 under 1, 4 under 2 (the path (0, 2) took the 2nd guess).
@@ -227,10 +227,7 @@ def test_the_why_panels_agree_and_the_lanes_align_on_a_race_with_trees(app, brow
     path.write_text(json.dumps(race_record(hand_race(), "A race with trees.", {"target": "hand-built"})))
     tag = "phone" if size[0] < 500 else "desktop"
     with opened(browser, f"why-trees-{tag}-failure.png", size=size) as page:
-        visit(page, app.url)
-        page.get_by_label("2x").check()
-        open_file(page, path)
-        page.wait_for_selector("#status .status.finished", timeout=60_000)
+        replay_file(page, app.url, path)
         slots = page.locator("#why .slot-chart .slot-reading").first.inner_text()
         conf = page.locator("#why .conf-chart .slot-reading").inner_text()
         assert "DSpark: 1st draft lands 20% of 5 rounds" in slots, slots
