@@ -120,14 +120,14 @@ def race_events(stage: Any, prompt: str, knobs: dict[str, Any]) -> Iterator[Any]
 def race_result(events: list, models: dict[str, str], rep: Any = None) -> RaceResult:
     """A finished race's record as the API gives it: every number from its outcome (spec.outcome); with a
     repeat (spec.repeat.Repeated), the places, headline and band from its medians."""
+    from spec.repeat import shown_outcome
     from spec.report import results_table
 
     final, start = events[-1], events[0]
     out = final.outcome
-    table = results_table(out, final.verdicts)
+    shown, each = shown_outcome(out, rep)  # a repeat's table follows its medians, as the page's does
+    table = results_table(shown, final.verdicts, each)
     r3 = lambda x: None if x is None else round(x, 3)  # noqa: E731
-    if rep is not None and rep.races and not out.stopped:  # the table follows the medians too, as the page's
-        table = results_table(rep.median_outcome(), final.verdicts, {n: o.speedups for n, o in rep.lanes.items()})
     if rep is not None and rep.races:
         head, winner, band = rep.headline(), rep.winner, rep.band
         order = [Place(engine=o.engine, place=o.place, tied=o.tied, finish_seconds=r3(o.finish_seconds),

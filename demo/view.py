@@ -16,6 +16,7 @@ from demo.notes import below_greedy_html
 from demo.slot_chart import slot_chart
 from demo.status import status_html
 from spec.errors import SpecError
+from spec.repeat import shown_outcome
 
 PLOT_ROUNDS = 32  # the per-round chart's x axis grows by this many rounds
 CLOCK = "engine s"  # the chart's other x axis: each round's end on its lane's clock (engine seconds)
@@ -115,19 +116,21 @@ class View:
 
     def show_repeat(self, rep: Any) -> None:
         """A repeat is over: its places, medians and band on the cards and in the table (spec.repeat), each
-        card with its speedups' range; a stopped one keeps the stopped race's page and adds its line."""
+        card with its speedups' range; a stopped one, or one that ran a single race, keeps that race's
+        numbers (the status adds the repeat's line)."""
         from spec.report import results_table
 
         self.repeat = rep
-        if self.state == "stopped" or not rep.races:
+        median, each = shown_outcome(self.outcome, rep)
+        if each is None:  # stopped, or one race: the race's own numbers stand
             return
-        self.outcome = rep.median_outcome()
-        for name, o in self.outcome.lanes.items():
+        self.outcome = median
+        for name, o in median.lanes.items():
             if name in self.lanes:
                 self.lanes[name].outcome = o
                 if name != "greedy":  # the reference: ×1.00 in every race
                     self.lanes[name].races = f"{plural(rep.races, 'race')}: {rep.lanes[name].range_text}"
-        self.table = results_table(self.outcome, self.verdicts, each={n: o.speedups for n, o in rep.lanes.items()})
+        self.table = results_table(median, self.verdicts, each)
 
     def speedup(self, name: str) -> float | None:
         """The one speedup (end to end): the outcome's once the race is over; while it runs, this lane's

@@ -156,6 +156,15 @@ class Repeated:
                            "tied": o.tied, "same_rounds": o.same_rounds} for o in self.order]}
 
 
+def shown_outcome(outcome: Outcome, rep: Repeated | None) -> tuple[Outcome, dict[str, list] | None]:
+    """What a finished race shows (the page's cards and table, the API, the Markdown): after a repeat that
+    ran more than one race to the end, its median outcome and each race's speedups per lane; else the race's
+    own outcome (a stopped last race keeps its own: no places)."""
+    if rep is None or rep.races < 2 or outcome.stopped:
+        return outcome, None
+    return rep.median_outcome(), {n: o.speedups for n, o in rep.lanes.items()}
+
+
 def repeat_race(arena: Any, prompt: str, settings: Any, n: int) -> Iterator[tuple[int, Any]]:
     """(race index, event) of n races of one prompt on `arena` (spec.arena.Arena), in turn; a stopped
     race ends the repeat."""

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .outcome import Outcome
+from .repeat import shown_outcome
 from .sweep import grid
 
 
@@ -63,10 +64,8 @@ def race_markdown(final: Any, header: dict, repeat: Any = None) -> str:
     headline, and its medians and each race's speedups in the table."""
     from .slots import shares_text
 
-    out, each, title = final.outcome, None, "Spec Arena race"
-    if repeat is not None and repeat.races > 1 and not out.stopped:
-        out, each = repeat.median_outcome(), {n: o.speedups for n, o in repeat.lanes.items()}
-        title = f"Spec Arena, one prompt raced {repeat.races} times"
+    out, each = shown_outcome(final.outcome, repeat)
+    title = f"Spec Arena, one prompt raced {repeat.races} times" if each is not None else "Spec Arena race"
     prompt = " ".join(str(header.get("prompt", "")).split())
     cols = ["place", "engine", "speedup", "speedups (each race)", "tok/s", "mean accept", "tokens", "finish s",
             "status"]
