@@ -100,7 +100,9 @@ class Repeated:
 
     @property
     def order(self) -> list[LaneRepeat]:
-        return sorted(self.lanes.values(), key=lambda o: (o.place or 99, -(o.median or 0)))
+        """By place, then median finish time: the order of the median outcome's lanes (Outcome.order), so a
+        tie is listed alike in the headline, the API's finish order and the table."""
+        return sorted(self.lanes.values(), key=lambda o: (o.place or 99, o.finish_seconds))
 
     @property
     def winner(self) -> str | None:
