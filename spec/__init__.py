@@ -6,10 +6,12 @@ import importlib
 
 _EXPORTS = {
     "load_pair": "api", "speculative_generate": "api", "load_dflash_pair": "api", "dflash_generate": "api",
-    "greedy_generate": "api", "DFlashConfig": "dflash", "DFlashDraftModel": "dflash", "load_dflash": "dflash",
-    "DSparkConfig": "dspark", "DSparkDraftModel": "dspark", "load_dspark": "dspark", "Engine": "engine",
-    "GenResult": "engine", "Round": "engine", "DFLASH_PRESETS": "presets", "PRESETS": "presets",
-    "SpecError": "target", "Target": "target", "load_target": "target", "Sampling": "verify",
+    "greedy_generate": "api", "DFlashConfig": "heads.dflash", "DFlashDraftModel": "heads.dflash",
+    "load_dflash": "heads.registry", "DSparkConfig": "heads.dspark", "DSparkDraftModel": "heads.dspark",
+    "load_dspark": "heads.registry", "Engine": "loop.engine", "GenResult": "loop.results", "Round": "loop.results",
+    "DFLASH_PRESETS": "presets", "PRESETS": "presets", "SpecError": "errors", "Target": "target",
+    "load_target": "target", "Sampling": "loop.verify", "load_preset_arena": "race.arena", "run_race": "race.run",
+    "RaceSettings": "race.run",
 }
 __all__ = list(_EXPORTS)
 

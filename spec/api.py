@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from .calibrate import costs_for
-from .dflash import DFlashDraftModel, load_dflash
-from .dspark import DSparkDraftModel, load_dspark
-from .engine import Engine, GenResult, Round
 from .errors import SpecError
+from .heads.dflash import DFlashDraftModel
+from .heads.dspark import DSparkDraftModel
+from .heads.registry import load_dflash, load_dspark
+from .loop.calibrate import costs_for
+from .loop.engine import Engine, GenResult, Round
+from .loop.verify import Sampling
 from .target import Target, load_target
-from .verify import Sampling
 
 
 def load_pair(target: str, drafter: str, drafter_bits: int | None = None) -> tuple[Target, DSparkDraftModel]:

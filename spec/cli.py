@@ -8,7 +8,8 @@ import json
 import platform
 import sys
 
-SUBCOMMANDS = {"bench": "spec.bench", "train": "spec.train", "race": "spec.race_cli", "prompts": "spec.prompts"}
+SUBCOMMANDS = {"bench": "spec.bench.main", "train": "spec.train.trainer", "race": "spec.race.cli",
+               "prompts": "spec.prompts"}
 EXAMPLE = "Write a Python function that checks whether a string is a palindrome."
 
 
@@ -54,15 +55,14 @@ def device_line() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .calibrate import costs_for
-    from .dflash import load_dflash
-    from .dspark import load_dspark
-    from .engine import Engine
     from .errors import SpecError
+    from .heads.registry import load_dflash, load_dspark
+    from .loop.calibrate import costs_for
+    from .loop.engine import Engine
+    from .loop.verify import Sampling
     from .presets import get_preset, resolve
     from .progress import Console
     from .target import load_target
-    from .verify import Sampling
 
     preset = get_preset(args.family) if not (args.model and (args.drafter or args.mode == "baseline")) else None
     if args.mode != "baseline" and not (args.drafter or getattr(preset, args.mode)):

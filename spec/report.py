@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from .outcome import Outcome
-from .repeat import shown_outcome
-from .sweep import grid
+from .race.outcome import Outcome
+from .race.repeat import shown_outcome
+from .race.sweep import grid
 
 
 def results_table(outcome: Outcome, verdicts: dict[str, str], each: dict[str, list] | None = None) -> "Any":
@@ -62,7 +62,7 @@ def race_markdown(final: Any, header: dict, repeat: Any = None) -> str:
     head's per-slot shares, the settings, models, machine and versions it ran with (header: the race
     file's, spec.race_file.race_record). `repeat` (spec.repeat.Repeated, its last race `final`): its
     headline, and its medians and each race's speedups in the table."""
-    from .slots import shares_text
+    from .loop.slots import shares_text
 
     out, each = shown_outcome(final.outcome, repeat)
     title = f"Spec Arena, one prompt raced {repeat.races} times" if each is not None else "Spec Arena race"
@@ -217,7 +217,7 @@ def length_mix(runs: "Any") -> str:
 
 def slot_lines(runs: "Any") -> str:
     """For each drafting method and domain: each slot's landed share and counts, summed over its prompts."""
-    from .slots import by_method_and_domain, shares_text
+    from .loop.slots import by_method_and_domain, shares_text
 
     lines = [f"- {method}, {domain}: {shares_text(rows)}"
              for (method, domain), rows in by_method_and_domain(runs).items()]

@@ -18,12 +18,13 @@ import mlx.nn as nn
 from mlx_lm.models.base import create_attention_mask
 from mlx_lm.models.cache import KVCache, make_prompt_cache, trim_prompt_cache
 
-from . import branches, positions
-from .caches import RecurrentCache, WindowKVCache, install_taps, mixer_of, recording, rollback_caches
 from .errors import SpecError
 from .hub import read_config, refuse_code, resolve_path
+from .loop import tree_positions as positions
+from .loop import tree_recurrent as branches
+from .loop.caches import RecurrentCache, WindowKVCache, install_taps, mixer_of, recording, rollback_caches
+from .loop.tree import DraftTree
 from .target_checks import check_rollback, check_walk, tree_check
-from .tree import DraftTree
 
 GEMMA4_FAMILIES = ("gemma4", "gemma4_text")  # mlx-lm modules: multimodal hub checkpoints, text-only
 FINAL_NORMS = ("norm", "embedding_norm")  # the inner model's last norm (LFM2 names it embedding_norm)

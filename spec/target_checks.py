@@ -11,9 +11,9 @@ from typing import Any, Sequence
 
 import mlx.core as mx
 
-from . import positions
 from .errors import SpecError
-from .tree import DraftTree
+from .loop import tree_positions as positions
+from .loop.tree import DraftTree
 
 Target = Any  # a spec.target.Target (not imported: spec.target imports these checks)
 

@@ -154,8 +154,8 @@ def test_a_stopped_lane_shows_what_its_detokenizer_held_back():
 
 
 def test_the_engine_streams_each_round_as_accepted_and_own_pieces(tiny_dir):
-    from spec.dflash import load_dflash
-    from spec.engine import Engine
+    from spec.heads.registry import load_dflash
+    from spec.loop.engine import Engine
     from spec.target import load_target
 
     t = load_target(str(tiny_dir / "qwen3"))
@@ -530,8 +530,8 @@ def test_closing_the_page_mid_race_frees_the_arena(app, browser):
 
 @pytest.fixture(scope="module")
 def pocket_app(tmp_path_factory, browser, pocket_home):
-    from spec.presets import resolve
     from spec.errors import SpecError
+    from spec.presets import resolve
 
     try:
         for kind in ("target", "dspark", "dflash"):

@@ -4,16 +4,16 @@ probing, the on-disk cache of measured costs, and losslessness with lengths that
 import mlx.core as mx
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from spec import calibrate
-from spec.calibrate import costs_for
-from spec.autodraft import Acceptance, AutoDraft, Costs, choose, expected_tokens
-from spec.dflash import load_dflash
-from spec.dspark import load_dspark
-from spec.engine import Engine
 from spec.errors import SpecError
-from spec.verify import Sampling
+from spec.heads.registry import load_dflash, load_dspark
+from spec.loop import calibrate
+from spec.loop.autodraft import Acceptance, AutoDraft, Costs, choose, expected_tokens
+from spec.loop.calibrate import costs_for
+from spec.loop.engine import Engine
+from spec.loop.verify import Sampling
 
 
 def test_the_chooser_picks_the_known_best_length():
@@ -30,7 +30,7 @@ def test_the_chooser_picks_the_known_best_length():
 
 
 def test_calibration_noise_is_smoothed_the_way_costs_and_acceptance_behave():
-    from spec.calibrate import monotone
+    from spec.loop.calibrate import monotone
 
     assert monotone([80.0, 85.0, 95.0, 93.0, 104.0], rising=True) == [80.0, 85.0, 95.0, 95.0, 104.0]
     assert monotone([0.86, 0.82, 0.56, 0.6, 1.0], rising=False) == [0.86, 0.82, 0.56, 0.56, 0.56]
@@ -111,8 +111,8 @@ def test_the_adapting_chooser_before_issue_39_corrects_costs_with_its_own_rounds
 
 
 def test_the_calibration_measures_the_loops_own_cost():
-    from spec.calibrate import loop_extras
-    from spec.results import Round
+    from spec.loop.calibrate import loop_extras
+    from spec.loop.results import Round
 
     costs = Costs(verify=[10.0, 12.0, 13.0], draft=[0.0, 1.0, 2.0], prior=[0.5, 0.4], tree_ms=1.0)
 
@@ -215,7 +215,6 @@ def test_auto_is_lossless_with_lengths_that_move(tiny_dir, qwen3):
 def test_auto_samples_the_targets_law_at_t_gt_0(tiny_dir):
     """The first three tokens through the engine with auto lengths, against the target's own joint law."""
     from scipy.stats import chisquare
-
     from test_sampling import expected_counts, later_tokens_law, vocab8_pair
 
     t, head = vocab8_pair(tiny_dir)

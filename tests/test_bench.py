@@ -8,8 +8,8 @@ import sys
 import pandas as pd
 import pytest
 
-from spec import head_to_head as h2h
 from spec import report
+from spec.bench import head_to_head as h2h
 
 
 def test_head_to_head_smoke(tiny_dir, tmp_path):
@@ -45,7 +45,7 @@ def test_the_bench_reports_how_far_trials_stray(tmp_path):
 
 
 def test_a_lossy_method_fails_the_run(qwen3, tiny_dir, monkeypatch):
-    from spec.dflash import load_dflash
+    from spec.heads.registry import load_dflash
 
     heads = {"dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), qwen3)}
     real = h2h.run_method
@@ -63,7 +63,7 @@ def test_a_lossy_method_fails_the_run(qwen3, tiny_dir, monkeypatch):
 
 
 def test_vocab_ablation_adds_whole_vocabulary_rows(qwen3, tiny_dir):
-    from spec.dspark import load_dspark
+    from spec.heads.registry import load_dspark
 
     head = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
     head.use_draft_vocab(range(4, qwen3.vocab_size, 2))
@@ -75,7 +75,7 @@ def test_vocab_ablation_adds_whole_vocabulary_rows(qwen3, tiny_dir):
 
 
 def test_adapting_adds_the_chooser_before_issue_39_beside_todays(qwen3, tiny_dir):
-    from spec.dflash import load_dflash
+    from spec.heads.registry import load_dflash
 
     heads = {"dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), qwen3)}
     assert not any(m.adapt for m in h2h.methods(heads))  # only on request
@@ -102,10 +102,9 @@ def test_race_vs_solo_smoke(tiny_dir, tmp_path):
 
 def test_sweep_smoke_and_its_table_equals_the_races(tiny_dir, tmp_path, qwen3):
     """`bench --sweep` and the app's tab share spec.sweep: each cell is the summary of the races it ran."""
-    from spec.dflash import load_dflash
-    from spec.dspark import load_dspark
-    from spec.race import RaceSettings, run_race
-    from spec.sweep import grid, sweep
+    from spec.heads.registry import load_dflash, load_dspark
+    from spec.race.run import RaceSettings, run_race
+    from spec.race.sweep import grid, sweep
 
     out = tmp_path / "sweep"
     p = subprocess.run([sys.executable, "-m", "spec", "bench", "--sweep", "--target", str(tiny_dir / "qwen3"),
@@ -166,7 +165,7 @@ def test_rollback_bench_on_a_tiny_hybrid_and_its_table(tmp_path):
 
 def test_the_rollback_bench_targets_keep_the_published_layer_patterns():
     """assets/bench/rollback/targets.json: every target builds, its recurrent layers where its family puts them."""
-    from spec.rollback_bench import TARGETS, random_target
+    from spec.bench.rollback import TARGETS, random_target
 
     targets = json.loads(TARGETS.read_text())["targets"]
     expect = {"dense (Qwen3-8B)": 0, "hybrid (Qwen3.5-4B)": 24, "hybrid MoE (Qwen3.5-35B-A3B)": 30}
@@ -175,7 +174,7 @@ def test_the_rollback_bench_targets_keep_the_published_layer_patterns():
 
 
 def test_methods_filter_keeps_the_reference(qwen3, tiny_dir):
-    from spec.dspark import load_dspark
+    from spec.heads.registry import load_dspark
 
     head = load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3)
     runs = h2h.head_to_head(qwen3, {"dspark": head}, [{"domain": "code", "prompt": "hi"}], trials=1,

@@ -4,13 +4,12 @@ hand-built rounds, and from a real engine, whose recorded estimates reproduce th
 import mlx.core as mx
 import pytest
 
-from spec.confidence import ConfidenceCheck, first_below
-from spec.dflash import load_dflash
-from spec.dspark import load_dspark
-from spec.engine import Engine
-from spec.race import RaceSettings, run_race
+from spec.heads.registry import load_dflash, load_dspark
+from spec.loop.confidence import ConfidenceCheck, first_below
+from spec.loop.engine import Engine
+from spec.loop.verify import Sampling
+from spec.race.run import RaceSettings, run_race
 from spec.target import load_target
-from spec.verify import Sampling
 
 
 def test_bins_count_the_slots_each_round_reached():

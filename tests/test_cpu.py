@@ -183,7 +183,7 @@ def test_in_process_load_before_mlx(tmp_path):
 
 # -- the bench's configurations (no model run: that is `python -m spec bench --curve`) -------------
 def test_bench_configs_and_table(monkeypatch):
-    from spec import curve_bench as bench
+    from spec.bench import curve as bench
     from spec.report import to_markdown
 
     monkeypatch.setenv("LD_PRELOAD", f"{LIB} /x/libfoo.so")

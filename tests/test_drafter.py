@@ -3,9 +3,8 @@
 import mlx.core as mx
 import pytest
 
-from spec.dflash import load_dflash
-from spec.drafter import block_embed_ids, training_mask
-from spec.dspark import load_dspark
+from spec.heads.backbone import block_embed_ids, training_mask
+from spec.heads.registry import load_dflash, load_dspark
 
 
 @pytest.mark.parametrize("kind", ["dflash", "dspark"])

@@ -7,15 +7,15 @@ import shutil
 
 import mlx.core as mx
 import pytest
-from hypothesis import example, given, settings, strategies as st
-
 import tiny
-from spec.dflash import load_dflash
-from spec.drafter import block_embed_ids, training_mask
-from spec.dspark import load_dspark
-from spec.engine import Engine
-from spec.presets import get_preset
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
 from spec.errors import SpecError
+from spec.heads.backbone import block_embed_ids, training_mask
+from spec.heads.registry import load_dflash, load_dspark
+from spec.loop.engine import Engine
+from spec.presets import get_preset
 from spec.target import WindowKVCache, load_target
 
 WINDOW = 8  # the tiny target's sliding window: most prompts below cross it
@@ -231,7 +231,7 @@ def test_preset_is_supported():
 
 
 def test_distillation_data_of_a_gemma_target_is_its_greedy_answer(gemma, tmp_path):
-    from spec import distill
+    from spec.train import distill
 
     t = gemma[0]
     prompts = [{"prompt": "a question for gemma", "domain": "chat"}, {"prompt": "and another", "domain": "math"}]

@@ -8,13 +8,14 @@ import mlx.core as mx
 import pytest
 
 from spec import greedy_generate, load_dflash, load_dspark, speculative_generate
-from spec.dflash import DFlashConfig
-from spec.drafter import default_taps, layer_attention
-from spec.dspark import confident_prefix
-from spec.engine import Engine
-from spec.heads import HEADS, head_class
 from spec.errors import SpecError
-from spec.verify import Sampling
+from spec.heads.backbone import default_taps, layer_attention
+from spec.heads.dflash import DFlashConfig, DFlashDraftModel
+from spec.heads.dspark import confident_prefix
+from spec.heads.dspark_gemma4 import Gemma4DSparkDraftModel
+from spec.heads.registry import HEADS, head_class
+from spec.loop.engine import Engine
+from spec.loop.verify import Sampling
 
 HEAD = {"hidden_size": 64, "num_hidden_layers": 5, "num_attention_heads": 4, "intermediate_size": 128,
         "vocab_size": 272, "num_target_layers": 36}
@@ -92,8 +93,8 @@ def test_a_dspark_head_without_embedding_and_lm_head_borrows_the_targets(tiny_di
 def test_one_table_decides_the_head_class():
     assert {a: h.kind for a, h in HEADS.items()} == {
         "DFlashDraftModel": "dflash", "Qwen3DSparkModel": "dspark", "Gemma4DSparkModel": "dspark"}
-    assert head_class({"architectures": ["Gemma4DSparkModel"], "model_type": "gemma4_text"}, "dspark", "h").module == "gemma4"
-    assert head_class({}, "dflash", "h").model == "DFlashDraftModel"  # older z-lab heads name no class
+    assert head_class({"architectures": ["Gemma4DSparkModel"], "model_type": "gemma4_text"}, "dspark", "h").model is Gemma4DSparkDraftModel
+    assert head_class({}, "dflash", "h").model is DFlashDraftModel  # older z-lab heads name no class
     with pytest.raises(SpecError, match="not a DSpark head"):
         head_class({"architectures": ["DFlashDraftModel"]}, "dspark", "h")
     with pytest.raises(SpecError, match="model_type 'llama'"):

@@ -5,12 +5,12 @@ import shutil
 
 import mlx.core as mx
 import pytest
-
 import tiny
-from spec import load_dflash, load_dspark, load_pair, load_dflash_pair, greedy_generate, speculative_generate
-from spec.drafter import default_taps
-from spec.engine import Engine
+
+from spec import greedy_generate, load_dflash, load_dflash_pair, load_dspark, load_pair, speculative_generate
 from spec.errors import SpecError
+from spec.heads.backbone import default_taps
+from spec.loop.engine import Engine
 from spec.target import load_target
 
 

@@ -10,7 +10,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from test_app import PROMPT, App, browser, opened, visit  # noqa: F401  (browser: the shared fixture)
 
 
@@ -174,10 +173,10 @@ def test_the_json_download_has_rounds_time_versions_and_no_paths(tiny_dir):
     from datetime import datetime, timezone
 
     from demo.export import save_results
-    from spec.race_file import race_record
     from demo.knobs import settings_of
     from demo.stage import Choice, Stage
     from demo.view import View
+    from spec.race.file import race_record
 
     stage = Stage()
     stage.load(Choice("custom", str(tiny_dir / "qwen3"), str(tiny_dir / "dspark-qwen3"),
@@ -249,9 +248,9 @@ def test_load_race_gives_back_the_saved_races_result_and_reads_no_server_path(ap
     from gradio_client import Client
     from gradio_client.exceptions import AppError
 
-    from spec.dspark import load_dspark
-    from spec.race import RaceSettings, run_race
-    from spec.race_file import race_record
+    from spec.heads.registry import load_dspark
+    from spec.race.file import race_record
+    from spec.race.run import RaceSettings, run_race
     from spec.target import load_target
 
     t = load_target(str(tiny_dir / "qwen3"))

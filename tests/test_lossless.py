@@ -3,13 +3,12 @@
 import time
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from spec.dflash import load_dflash
-from spec.dspark import load_dspark
-from spec.engine import Engine
-
 import tiny
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spec.heads.registry import load_dflash, load_dspark
+from spec.loop.engine import Engine
 
 prompts = st.lists(st.integers(min_value=4, max_value=259), min_size=1, max_size=40)
 
@@ -20,6 +19,7 @@ def pair(request, tiny_dir):
     import json
 
     import tiny
+
     from spec.target import load_target
 
     name = request.param
@@ -111,7 +111,7 @@ def test_decode_time_holds_every_plain_step_and_the_prefill_none(qwen3, monkeypa
     """Pipelined plain decoding dispatches its first step in the prefill round (on the CPU backend the
     dispatch waits for most of the compute): that step is decoding, so its time counts there, not in
     the prefill (as mlx-lm counts from the first token), or plain decoding reads faster than it is."""
-    from spec.generation import Generation
+    from spec.loop.generation import Generation
 
     plain, step_s = Generation._plain_forward, 0.05
 

@@ -3,14 +3,15 @@ alone, in parallel as DFlash's do. Lossless like every path, different drafts, s
 
 import mlx.core as mx
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from spec.dspark import load_dspark
-from spec.engine import Engine
-from spec.race import RaceSettings, run_race
+from spec.heads.registry import load_dspark
+from spec.loop.engine import Engine
+from spec.loop.verify import Sampling
+from spec.race.run import RaceSettings, run_race
 from spec.report import results_table
 from spec.target import load_target
-from spec.verify import Sampling
 
 
 @pytest.fixture(scope="module")

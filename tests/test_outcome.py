@@ -4,8 +4,8 @@ and the band widens for short or jittery races."""
 
 import pytest
 
-from spec.engine import GenResult
-from spec.outcome import TIE_FLOOR, Outcome, places, tie_band
+from spec.loop.engine import GenResult
+from spec.race.outcome import TIE_FLOOR, Outcome, places, tie_band
 from spec.report import results_table
 
 

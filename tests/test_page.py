@@ -15,12 +15,23 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from test_app import (  # noqa: E402,F401
+    PROMPT,
+    STREAMING_JS,
+    app,
+    artifacts,
+    browser,
+    fixed_lengths,
+    opened,
+    set_max_tokens,
+    visit,
+    wait_done,
+)
+from test_outcome import race, result  # noqa: E402
+
 from demo.lanes import Lane, meters_html, text_html  # noqa: E402
 from demo.notes import below_greedy_html  # noqa: E402
 from demo.view import View  # noqa: E402
-from test_outcome import race, result  # noqa: E402
-from test_app import (PROMPT, STREAMING_JS, app, artifacts, browser, fixed_lengths, opened, set_max_tokens,  # noqa: E402,F401
-                      visit, wait_done)
 
 LANE_IDS = ("dspark", "dflash", "greedy")
 
@@ -44,7 +55,7 @@ def fresh(page, url: str, tokens: int, prompt: str = PROMPT) -> None:
 
 def finished(**finish: float) -> View:
     """A finished view of hand-built results (finish times in engine seconds, 64 tokens each)."""
-    from spec.outcome import Outcome
+    from spec.race.outcome import Outcome
 
     view = View({n: Lane(n) for n in finish}, state="finished")
     view.outcome = Outcome.of(race(**finish))
@@ -54,7 +65,7 @@ def finished(**finish: float) -> View:
 
 
 def test_a_lane_cut_by_max_tokens_says_so():
-    from spec.outcome import Outcome
+    from spec.race.outcome import Outcome
 
     lane = Lane("dflash")
     lane.outcome = Outcome.of({"dflash": result("dflash", 2.0, reason="length")}).lanes["dflash"]
@@ -69,8 +80,8 @@ def test_a_lane_cut_by_max_tokens_says_so():
 def test_a_lane_shows_its_last_rounds_tree_and_the_branch_that_landed():
     """Live, a drafting lane's card names what its last round verified; a tree round is drawn under the
     lane's text, its committed path in the lane's colour, and the badge says which guess landed where."""
-    from spec.race import Meter
-    from spec.results import Round
+    from spec.loop.results import Round
+    from spec.race.run import Meter
 
     lane = Lane("dflash")
     lane.meter = Meter()
@@ -89,7 +100,7 @@ def test_a_lane_shows_its_last_rounds_tree_and_the_branch_that_landed():
     assert "drafting 3" in card and "<svg" not in text_html("dflash", lane)  # a chain: its length, no picture
     lane.meter.add(Round("dflash", 3, [9], 0, 0, "", 0.1))
     assert "parked: plain step" in meters_html("dflash", lane, 1.0)
-    from spec.outcome import Outcome  # finished: how often it branched, and the last tree round's picture
+    from spec.race.outcome import Outcome  # finished: how often it branched, and the last tree round's picture
 
     lane.outcome = Outcome.of({"dflash": result("dflash", 2.0)}).lanes["dflash"]
     card = meters_html("dflash", lane, 1.0)
@@ -510,10 +521,9 @@ def test_an_opened_race_file_replays_the_same_race(app, browser, tiny_dir, tmp_p
     table and texts as the file, with where and when it was raced; a foreign file gets one clear error."""
     import json
 
-    from spec.dflash import load_dflash
-    from spec.dspark import load_dspark
-    from spec.race import RaceSettings, run_race
-    from spec.race_file import race_record
+    from spec.heads.registry import load_dflash, load_dspark
+    from spec.race.file import race_record
+    from spec.race.run import RaceSettings, run_race
     from spec.target import load_target
 
     t = load_target(str(tiny_dir / "qwen3"))

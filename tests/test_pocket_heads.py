@@ -2,9 +2,8 @@
 
 import pytest
 
-from spec.dflash import load_dflash
-from spec.dspark import load_dspark
-from spec.engine import Engine
+from spec.heads.registry import load_dflash, load_dspark
+from spec.loop.engine import Engine
 from spec.presets import resolve
 from spec.prompts import load_prompts
 from spec.target import load_target

@@ -4,14 +4,13 @@ import threading
 
 import pytest
 
-from spec.dflash import load_dflash
-from spec.dspark import load_dspark
-from spec.calibrate import costs_for
-from spec.engine import Engine
-from spec.arena import Arena
-from spec.race import RaceSettings, run_race, verdict
-from spec.report import results_table
 from spec.errors import SpecError
+from spec.heads.registry import load_dflash, load_dspark
+from spec.loop.calibrate import costs_for
+from spec.loop.engine import Engine
+from spec.race.arena import Arena
+from spec.race.run import RaceSettings, run_race, verdict
+from spec.report import results_table
 from spec.target import load_target
 
 
@@ -119,7 +118,7 @@ def test_sampled_race_verdicts_are_computed(arena):
 
 
 def test_verdict_names_the_first_difference():
-    from spec.engine import GenResult
+    from spec.loop.engine import GenResult
 
     def res(ids, reason="length"):
         return GenResult("", ids, [1], [0], 1, 1, 0.0, 0.0, reason)
@@ -142,7 +141,7 @@ def test_nothing_of_a_lane_is_in_flight_when_the_next_lane_starts(tiny_dir, monk
     """The plain decoder dispatches its next step before returning (pipelining); in a race, that step
     must be done before another lane's round starts, or it runs on inside that round's time and is
     billed to that lane."""
-    from spec.generation import Generation
+    from spec.loop.generation import Generation
 
     t = load_target(str(tiny_dir / "qwen3"))
     heads = {"dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), t)}
@@ -178,8 +177,8 @@ def test_lanes_step_in_busy_time_order_and_never_run_a_round_ahead(tiny_dir, mon
     """Known costs: a target forward costs 1 + 0.1 per row, DFlash's draft 0.5, DSpark's 0.2 + 0.05 per
     draft. The scheduler steps the lane that has computed least; no live lane gets more than one of its
     own rounds ahead of another in engine time."""
-    import spec.generation as generation
-    import spec.prefill as prefill
+    import spec.loop.generation as generation
+    import spec.loop.prefill as prefill
     from spec.target import Target
 
     fake = FakeTime()
@@ -233,7 +232,7 @@ def test_lanes_step_in_busy_time_order_and_never_run_a_round_ahead(tiny_dir, mon
 def test_replay_shows_each_round_when_its_own_engine_reached_it(arena):
     """On a fake wall clock: every round appears at its lane's engine time (prefill included), in that
     order; the whole replay takes the slowest engine's busy time; texts and verdicts are the race's."""
-    from spec.race import replay
+    from spec.race.run import replay
 
     events = final(arena.race("Tell me about rivers.", RaceSettings(max_new_tokens=16)))
     now = [0.0]
@@ -257,7 +256,7 @@ def test_replay_shows_each_round_when_its_own_engine_reached_it(arena):
 def test_a_replay_changes_no_number(arena):
     """The replay is the record played again: every event's meters, race clock and the outcome (places,
     speedups, headline) are the race's own; only the wall time is new."""
-    from spec.race import replay
+    from spec.race.run import replay
 
     events = final(arena.race("Tell me about lakes.", RaceSettings(max_new_tokens=24)))
     now = [0.0]
@@ -278,8 +277,8 @@ def test_a_replay_changes_no_number(arena):
 
 SCRIPT = """
 import sys
-from spec.arena import load_preset_arena
-from spec.race import RaceSettings
+from spec.race.arena import load_preset_arena
+from spec.race.run import RaceSettings
 tiny = sys.argv[1]
 a = load_preset_arena("pocket", tiny + "/qwen3", tiny + "/dspark-qwen3", tiny + "/dflash-qwen3")
 print(list(a.race("hi", RaceSettings(max_new_tokens=6)))[-1].verdicts, flush=True)
@@ -352,7 +351,7 @@ def test_a_preset_without_one_head_races_the_heads_it_has_and_says_why(tiny_dir,
     """A preset whose target has no published DSpark head (qwen3.5) loads its DFlash head only; the arena
     names the missing lane's reason, and the race runs DFlash against greedy."""
     from spec import presets
-    from spec.arena import load_preset_arena
+    from spec.race.arena import load_preset_arena
 
     gap = presets.Preset("gap", str(tiny_dir / "qwen3"), "", str(tiny_dir / "dflash-qwen3"), missing="none published")
     monkeypatch.setitem(presets.PRESETS, "gap", gap)

@@ -3,17 +3,16 @@ texts, verdicts, meters round by round, per-slot counts, confidence, replay timi
 get one clear error; the CLI opens it and prints a Markdown summary."""
 
 import json
-from dataclasses import asdict
 import subprocess
 import sys
+from dataclasses import asdict
 
 import pytest
 
-from spec.dflash import load_dflash
-from spec.dspark import load_dspark
 from spec.errors import SpecError
-from spec.race import RaceSettings, replay, run_race
-from spec.race_file import race_record, read_race
+from spec.heads.registry import load_dflash, load_dspark
+from spec.race.file import race_record, read_race
+from spec.race.run import RaceSettings, replay, run_race
 from spec.report import race_markdown, results_table
 from spec.target import load_target
 

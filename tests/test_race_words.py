@@ -11,12 +11,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from test_outcome import race, result  # noqa: E402
+
 from demo.lanes import Lane, span_html  # noqa: E402
 from demo.status import status_html  # noqa: E402
 from demo.view import STOPPED_TABLE_LABEL, TABLE_LABEL, View  # noqa: E402
-from spec.outcome import Outcome  # noqa: E402
+from spec.race.outcome import Outcome  # noqa: E402
 from spec.report import results_table, shown  # noqa: E402
-from test_outcome import race, result  # noqa: E402
 
 
 def stopped_race() -> dict:

@@ -9,19 +9,18 @@ import random
 import mlx.core as mx
 import numpy as np
 import pytest
+import tiny
 from mlx_lm.generate import generate_step
 from scipy.stats import chisquare
 
-import tiny
-from spec.caches import RecurrentCache
-from spec.dflash import load_dflash
-from spec.dspark import load_dspark
-from spec.autodraft import Costs
-from spec.calibrate import costs_for
-from spec.engine import Engine
 from spec.errors import SpecError
+from spec.heads.registry import load_dflash, load_dspark
+from spec.loop.autodraft import Costs
+from spec.loop.caches import RecurrentCache
+from spec.loop.calibrate import costs_for
+from spec.loop.engine import Engine
+from spec.loop.verify import Sampling
 from spec.target import load_target
-from spec.verify import Sampling
 
 # LFM2's short-convolution layers (no recurrence: a conv state only). No LFM2 hub config is quoted in what we
 # read: these are mlx-lm's own ModelArgs fields for lfm2, with two attention layers among four.
@@ -170,7 +169,7 @@ def test_trees_on_every_family_here_are_lossless(pair):
 def test_a_shared_prefill_gives_each_engine_its_own_recurrent_state(pair):
     """A race prefills once and copies the cache to each engine: one engine's rounds must not move
     another's recurrent state (its slots live in a list)."""
-    from spec.prefill import Prefill
+    from spec.loop.prefill import Prefill
 
     t, dflash, dspark = pair
     prompt = [14, 15, 16, 17, 18]

@@ -6,12 +6,12 @@ import json
 from dataclasses import replace
 
 import pytest
-
-from spec.errors import SpecError
-from spec.outcome import TIE_FLOOR, Outcome
-from spec.repeat import REPEATS, Repeated, repeat_count
 from test_app import app  # noqa: F401 (the served app on tiny random models)
 from test_outcome import race
+
+from spec.errors import SpecError
+from spec.race.outcome import TIE_FLOOR, Outcome
+from spec.race.repeat import REPEATS, Repeated, repeat_count
 
 
 def races(*finishes: dict) -> list:
@@ -98,7 +98,7 @@ def busy_core():
 
 
 def races_of(arena, prompt, settings, n, hog_after_first=True):
-    from spec.repeat import repeat_race
+    from spec.race.repeat import repeat_race
 
     finishes, hog = [], None
     try:
@@ -115,7 +115,7 @@ def races_of(arena, prompt, settings, n, hog_after_first=True):
 
 
 def assert_same_rounds(finishes):
-    from spec.repeat import fingerprint
+    from spec.race.repeat import fingerprint
 
     first = finishes[0].results
     for ev in finishes[1:]:
@@ -125,9 +125,9 @@ def assert_same_rounds(finishes):
 
 
 def test_three_races_of_one_prompt_commit_the_same_rounds_at_t0_and_seeded_t_gt_0(tiny_dir):
-    from spec.arena import load_preset_arena
-    from spec.race import RaceSettings
-    from spec.repeat import repeated
+    from spec.race.arena import load_preset_arena
+    from spec.race.repeat import repeated
+    from spec.race.run import RaceSettings
 
     arena = load_preset_arena(target=str(tiny_dir / "qwen3"), dspark=str(tiny_dir / "dspark-qwen3"),
                               dflash=str(tiny_dir / "dflash-qwen3"))
@@ -166,8 +166,8 @@ def test_the_race_command_repeats_and_prints_speedups_and_medians(tiny_dir):
 def test_a_pocket_race_twice_with_a_busy_core_between_commits_the_same_rounds(pocket_home, monkeypatch):
     """Issue 39's check: the same prompt raced twice, a CPU hog started between the two, and every lane
     commits the same draft lengths, trees, accepts and tokens (only the times differ)."""
-    from spec.arena import load_preset_arena
-    from spec.race import RaceSettings
+    from spec.race.arena import load_preset_arena
+    from spec.race.run import RaceSettings
 
     for k, v in pocket_home.items():  # the pocket app's cache and calibration, shared with its tests
         monkeypatch.setenv(k, v)

@@ -14,15 +14,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from demo.lanes import Lane, meters_html  # noqa: E402
-from demo.status import status_html  # noqa: E402
-from demo.view import View  # noqa: E402
-from spec.outcome import Outcome  # noqa: E402
-from spec.repeat import Repeated  # noqa: E402
 from test_app import app, artifacts, browser, opened  # noqa: E402,F401
 from test_outcome import race  # noqa: E402
 from test_page import fresh  # noqa: E402
 from test_race_bar import table_rows  # noqa: E402
+
+from demo.lanes import Lane, meters_html  # noqa: E402
+from demo.status import status_html  # noqa: E402
+from demo.view import View  # noqa: E402
+from spec.race.outcome import Outcome  # noqa: E402
+from spec.race.repeat import Repeated  # noqa: E402
 
 
 def finished_repeat(*finishes: dict) -> View:
@@ -107,7 +108,7 @@ class ScriptedArena:
         self.finishes, self.on_finish, self.raced = finishes, on_finish, 0
 
     def race(self, prompt, settings):
-        from spec.race import RaceEvent
+        from spec.race.run import RaceEvent
 
         res = race(**self.finishes[self.raced])
         self.raced += 1

@@ -5,9 +5,10 @@ import mlx.core as mx
 import numpy as np
 from scipy.stats import chisquare
 
-from spec.dspark import load_dspark
-from spec.engine import Engine
-from spec.verify import Sampling, log_probs
+from spec.heads.registry import load_dspark
+from spec.loop.engine import Engine
+from spec.loop.verify import Sampling, log_probs
+
 
 def expected_counts(p: np.ndarray, total: int) -> np.ndarray:
     p = p.astype(np.float64)
@@ -16,8 +17,9 @@ def expected_counts(p: np.ndarray, total: int) -> np.ndarray:
 
 def vocab8_pair(tiny_dir):
     """A tiny target with an 8-token vocabulary (its law can be enumerated) and a DSpark head (block 3)."""
-    from spec.target import load_target
     import tiny
+
+    from spec.target import load_target
 
     folder = tiny_dir / "vocab8"
     if not folder.exists():

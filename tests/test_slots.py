@@ -3,16 +3,15 @@ over real generations (chains, trees, auto), and the same counts in the race's l
 the API's record and the CLI's table."""
 
 import pytest
-
 import tiny
-from spec.autodraft import Costs
-from spec.dflash import load_dflash
-from spec.dspark import load_dspark
-from spec.engine import Engine
-from spec.race import RaceSettings, run_race
-from spec.slots import SlotCounts, shares_text, slot_counts, slot_table
+
+from spec.heads.registry import load_dflash, load_dspark
+from spec.loop.autodraft import Costs
+from spec.loop.engine import Engine
+from spec.loop.slots import SlotCounts, shares_text, slot_counts, slot_table
+from spec.loop.tree import DraftTree
+from spec.race.run import RaceSettings, run_race
 from spec.target import load_target
-from spec.tree import DraftTree
 
 
 def test_counts_from_hand_built_rounds():

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 
 from demo.story_panel import story_html
-from spec.story import SHIPPED, shipped_story, story_of
+from spec.race.story import SHIPPED, shipped_story, story_of
 
 
 def table(rows):
@@ -52,7 +52,7 @@ def test_a_bench_folder_tells_its_story_with_machine_and_date(tmp_path):
 
 
 def test_the_last_sweep_here_is_the_story_of_its_models(tmp_path, monkeypatch):
-    from spec.story import remember_sweep, story_for, sweep_story
+    from spec.race.story import remember_sweep, story_for, sweep_story
 
     monkeypatch.setenv("SPEC_ARENA_CACHE", str(tmp_path))
     models = {"target": "SmolLM2", "dspark": "ours", "dflash": "ours"}
@@ -82,7 +82,7 @@ def test_a_sweep_smaller_than_the_shipped_table_does_not_replace_it_for_everyone
     """One race per domain once became every later visitor's "who wins where" in place of the shipped table of
     3 prompts per domain (2 trials each): now only the session that ran it sees it; as many prompts a domain
     as the shipped table replace it for everyone."""
-    from spec.story import remember_sweep, story_for
+    from spec.race.story import remember_sweep, story_for
 
     monkeypatch.setenv("SPEC_ARENA_CACHE", str(tmp_path))
     models = {"target": "SmolLM2", "dspark": "ours", "dflash": "ours"}

@@ -7,16 +7,15 @@ import numpy as np
 import pytest
 from mlx.utils import tree_flatten
 
-from spec import distill
-from spec import head_init
-from spec import train
-from spec.dflash import load_dflash
-from spec.dspark import load_dspark
-from spec.engine import Engine
-from spec.prompts import build_sets, split_of
 from spec.errors import SpecError
+from spec.heads import init as head_init
+from spec.heads.registry import load_dflash, load_dspark
+from spec.heads.vocab import DraftVocab
+from spec.loop.engine import Engine
+from spec.prompts import build_sets, split_of
 from spec.target import load_target
-from spec.vocab import DraftVocab
+from spec.train import distill
+from spec.train import trainer as train
 
 PROMPTS = [{"prompt": f"question {i} about {w}", "domain": d}
            for i, (w, d) in enumerate([("cats", "chat"), ("loops", "code"), ("sums", "math")] * 4)]

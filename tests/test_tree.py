@@ -7,19 +7,19 @@ import json
 import mlx.core as mx
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+import tiny
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-import tiny
-from spec.autodraft import Costs
-from spec.dflash import load_dflash
-from spec.dspark import load_dspark
-from spec.engine import Engine
 from spec.errors import SpecError
+from spec.heads.registry import load_dflash, load_dspark
+from spec.heads.vocab import DraftVocab
+from spec.loop.autodraft import Costs
+from spec.loop.engine import Engine
+from spec.loop.tree import DraftTree, best_first, merge_chains
+from spec.loop.verify import Sampling, log_probs, walk
 from spec.target import load_target
-from spec.tree import DraftTree, best_first, merge_chains
-from spec.verify import Sampling, log_probs, walk
-from spec.vocab import DraftVocab
 
 # rows: 0 anchor; 1, 2 under it; 3 under 1; 4 under 2; 5 under 3
 HAND = DraftTree([11, 12, 13, 14, 15], [0, 0, 1, 2, 3])
@@ -146,7 +146,7 @@ def test_trees_of_both_heads_are_lossless(trio, prompt, nodes, cap, n):
 
 
 def test_auto_picks_a_tree_where_second_choices_pay_and_a_chain_where_they_do_not():
-    from spec.autodraft import AutoDraft, tree_tokens
+    from spec.loop.autodraft import AutoDraft, tree_tokens
 
     # a 2-node tree: the first choice at depth 1 and either its child or the second choice beside it
     assert tree_tokens([[0.5, 0.6], [0.5, 0.0]], 2) == pytest.approx([1.0, 1.5, 1.5 + 0.3])
@@ -291,7 +291,7 @@ def test_end_to_end_trees_sample_the_targets_joint_law(tiny_dir):
 def test_tree_rounds_that_cost_more_in_the_loop_than_calibrated_lose_to_chains():
     from dataclasses import replace
 
-    from spec.autodraft import AutoDraft
+    from spec.loop.autodraft import AutoDraft
 
     auto = AutoDraft(tree_costs(7), max_k=7, max_nodes=7)
     assert auto.next() == 7 and auto.nodes == 7

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from spec.autodraft import Costs, choose
-from spec.slots import by_method_and_domain
-from spec.tree_estimate import estimate, slot_rates, table, with_row_cost
+from spec.bench.tree_estimate import estimate, slot_rates, table, with_row_cost
+from spec.loop.autodraft import Costs, choose
+from spec.loop.slots import by_method_and_domain
 
 
 def costs(row_share: float, second=(0.3, 0.2), tree_ms: float = 0.0) -> Costs:
@@ -60,10 +60,9 @@ def test_the_table_reads_each_heads_full_chain_rows_per_domain():
 
 
 def test_the_rounds_are_timed_on_both_heads_of_a_tiny_pair(tiny_dir):
-    from spec.dflash import load_dflash
-    from spec.dspark import load_dspark
+    from spec.bench.tree_estimate import round_kinds
+    from spec.heads.registry import load_dflash, load_dspark
     from spec.target import load_target
-    from spec.tree_estimate import round_kinds
 
     t = load_target(str(tiny_dir / "qwen3"))
     for head in (load_dflash(str(tiny_dir / "dflash-qwen3"), t), load_dspark(str(tiny_dir / "dspark-qwen3"), t)):
@@ -72,7 +71,7 @@ def test_the_rounds_are_timed_on_both_heads_of_a_tiny_pair(tiny_dir):
 
 
 def test_a_file_that_is_not_a_bench_run_gets_one_line_and_loads_no_model(tmp_path, capsys):
-    from spec.bench import main
+    from spec.bench.main import main
 
     missing, foreign = tmp_path / "none.csv", tmp_path / "foreign.csv"
     foreign.write_text("reached,landed\n1,1\n")

@@ -19,15 +19,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from demo.confidence_chart import confidence_chart, cuts_html, reading as confidence_reading  # noqa: E402
-from demo.lanes import Lane, meters_html, plural, text_html  # noqa: E402
-from demo.slot_chart import reading as slot_reading, slot_chart  # noqa: E402
-from spec.confidence import ConfidenceCheck  # noqa: E402
-from spec.outcome import Outcome  # noqa: E402
-from spec.race import Meter, RaceEvent, RaceSettings  # noqa: E402
-from spec.results import GenResult, Round  # noqa: E402
 from test_app import app, artifacts, browser, opened  # noqa: E402,F401
 from test_page import replay_file  # noqa: E402
+
+from demo.confidence_chart import confidence_chart, cuts_html  # noqa: E402
+from demo.confidence_chart import reading as confidence_reading
+from demo.lanes import Lane, meters_html, plural, text_html  # noqa: E402
+from demo.slot_chart import reading as slot_reading  # noqa: E402
+from demo.slot_chart import slot_chart
+from spec.loop.confidence import ConfidenceCheck  # noqa: E402
+from spec.loop.results import GenResult, Round  # noqa: E402
+from spec.race.outcome import Outcome  # noqa: E402
+from spec.race.run import Meter, RaceEvent, RaceSettings  # noqa: E402
 
 # One lane's rounds after its prefill: (accepted, drafted, parents, path, levels, estimates). A tree's
 # parents: rows 1, 2 under the anchor, 3 under 1, 4 under 2 (the path (0, 2) took the 2nd guess).
@@ -195,7 +198,7 @@ def test_a_lanes_tree_is_drawn_under_its_text_with_a_caption():
 
 def test_a_saved_race_keeps_the_count(tmp_path):
     """The file a race downloads reopens with the same panels (the count is rebuilt from its rounds)."""
-    from spec.race_file import race_record, read_race
+    from spec.race.file import race_record, read_race
 
     events = hand_race()
     path = tmp_path / "race.json"
@@ -222,7 +225,7 @@ def test_the_why_panels_agree_and_the_lanes_align_on_a_race_with_trees(app, brow
     from playwright.sync_api import expect
 
     path = tmp_path / "race-with-trees.json"
-    from spec.race_file import race_record
+    from spec.race.file import race_record
 
     path.write_text(json.dumps(race_record(hand_race(), "A race with trees.", {"target": "hand-built"})))
     tag = "phone" if size[0] < 500 else "desktop"

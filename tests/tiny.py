@@ -22,8 +22,7 @@ SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|mask|>"]
 
 def write_tokenizer(folder: Path) -> int:
     """A byte-level BPE with no merges: 4 specials then 256 byte symbols. Returns its size."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from tokenizers import AddedToken
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
     vocab = {s: i for i, s in enumerate(SPECIALS)}
@@ -88,7 +87,7 @@ def head_shapes(cfg: dict) -> dict[str, tuple[int, ...]]:
     published tensor lists at full size. A speculators-format head (drafter under transformer_layer_config)
     has our DSpark tensors with lm_head and markov_w2 cut to its draft vocabulary, plus d2t and t2d."""
     if "transformer_layer_config" in cfg:
-        from spec.speculators import translate
+        from spec.heads.speculators import translate
 
         flat = translate(cfg, "head")
         out = head_shapes(flat)
@@ -351,7 +350,7 @@ def small_config(cfg: dict, layers: int, vocab: int = 272, max_pos: int = 512) -
 
 def make_from_config(folder: Path, cfg: dict, seed: int = 0, scale: float = 4.0) -> Path:
     """A random f32 mlx-lm folder of any family, built with mlx-lm's own model classes from `cfg`."""
-    from spec.random_model import write_random_model
+    from random_model import write_random_model
 
     write_random_model(folder, cfg, seed, scale)
     write_tokenizer(folder)
@@ -385,7 +384,7 @@ class OracleHead:
         """A tree whose true path hides among decoys: at each depth the true token (unless corrupted)
         is one of 1-3 siblings in random order, and a decoy may carry a child of its own, so accepted
         paths leave through later siblings and the kept rows are not a prefix."""
-        from spec.tree import DraftTree
+        from spec.loop.tree import DraftTree
 
         self.head.propose_tree(cache, new_taps, anchor, k, nodes, sampling, key)
         truth, _ = self.propose(cache, None, anchor, k, sampling, key)  # advances nothing new: same anchor
@@ -413,7 +412,7 @@ class OracleHead:
 
 
 def recurrent_states(cache: list) -> list:
-    from spec.caches import RecurrentCache
+    from spec.loop.caches import RecurrentCache
 
     return [a for c in cache if isinstance(c, RecurrentCache) for a in c.cache]
 
@@ -442,7 +441,7 @@ def assert_rollback_exact(t, k: int, prompt_len: int = 30) -> None:
 
 # rows: 0 anchor; 1, 2 under it; 3 under 1; 4 under 2; 5 under 3 (leaves at depths 2 and 3)
 def hand_tree():
-    from spec.tree import DraftTree
+    from spec.loop.tree import DraftTree
 
     return DraftTree([11, 12, 13, 14, 15], [0, 0, 1, 2, 3])
 

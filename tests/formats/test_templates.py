@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 import pytest
-
 import shrunk
-from spec.engine import Engine
-from spec.race import RaceSettings, run_race
+
+from spec.loop.engine import Engine
+from spec.race.run import RaceSettings, run_race
 
 QWEN, GEMMA = shrunk.TARGETS[:2]
 PROMPT = "Why is the sky blue?"

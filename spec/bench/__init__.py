@@ -1,0 +1,1 @@
+"""Benchmarks, each a sub-command of `python -m spec bench` (docs/benchmarks.md lists them)."""
