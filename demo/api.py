@@ -120,7 +120,7 @@ def race_events(stage: Any, prompt: str, knobs: dict[str, Any]) -> Iterator[Any]
 def race_result(events: list, models: dict[str, str], rep: Any = None) -> RaceResult:
     """A finished race's record as the API gives it: every number from its outcome (spec.outcome); with a
     repeat (spec.repeat.Repeated), the places, headline and band from its medians."""
-    from spec.repeat import shown_outcome
+    from spec.race.repeat import shown_outcome
     from spec.report import results_table
 
     final, start = events[-1], events[0]
@@ -171,7 +171,7 @@ def repeated_events(stage: Any, prompt: str, repeat: Any, knobs: dict[str, Any])
     input and failures become one readable gr.Error (no traceback in the server's log: the message is the
     whole story)."""
     from spec.errors import SpecError
-    from spec.repeat import repeat_count, repeat_race
+    from spec.race.repeat import repeat_count, repeat_race
 
     arena = stage.arena
     if arena is None:
@@ -194,7 +194,7 @@ def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
     knobs = knob_params()
 
     def race(prompt: str, repeat: int = 1, **values: Any) -> RaceResult:
-        from spec.repeat import repeated
+        from spec.race.repeat import repeated
 
         events, finishes = [], []
         for _, n, ev in repeated_events(stage, prompt, repeat, values):
@@ -204,7 +204,7 @@ def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
         return race_result(events, stage.names(), repeated(finishes, n) if n > 1 else None)
 
     def race_stream(prompt: str, repeat: int = 1, **values: Any) -> Iterator[StreamUpdate]:
-        from spec.repeat import repeated
+        from spec.race.repeat import repeated
 
         view, since, events, finishes = None, 0, [], []
         for i, races, ev in repeated_events(stage, prompt, repeat, values):
@@ -228,7 +228,7 @@ def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
 
     def replay(prompt: str, speed: float = 1.0, **values: Any) -> Iterator[ReplayUpdate]:
         from spec.errors import SpecError
-        from spec.race import replay as replayed
+        from spec.race.run import replay as replayed
 
         events = list(race_events(stage, prompt, values))
         texts: dict[str, str] = {}
@@ -246,7 +246,7 @@ def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
 
     def load_race(race_json: str) -> RaceResult:
         from spec.errors import SpecError
-        from spec.race_file import read_race
+        from spec.race.file import read_race
 
         if not str(race_json).lstrip().startswith("{"):  # the file's text only: never a path on this server
             raise gr.Error("race_json must be a race file's text (JSON), as the race's download holds it",

@@ -46,8 +46,8 @@ from demo.story_panel import story_html
 from demo.sweep_tab import busy, sweep_tab
 from demo.texts import FOOT, HERO, LEGEND
 from demo.view import CLOCK, DRAFTS, PLOT_ROUNDS, TABLE_COLUMNS, TABLE_LABEL, empty_table, idle_lanes
-from spec.repeat import REPEATS
-from spec.story import shipped_story
+from spec.race.repeat import REPEATS
+from spec.race.story import shipped_story
 
 DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}
 COLORS = {"DSpark": "#7c3aed", "DFlash": "#0891b2", "DSpark" + DRAFTS: "#c4b5fd", "DFlash" + DRAFTS: "#67e8f9"}

@@ -26,8 +26,8 @@ from demo.story_panel import story_html
 from demo.sweep_tab import busy, run_sweep
 from demo.view import View, idle_lanes
 from spec.errors import SpecError
-from spec.repeat import repeat_count, repeated
-from spec.race_file import race_record
+from spec.race.file import race_record
+from spec.race.repeat import repeat_count, repeated
 from spec.report import pairs_words, race_markdown, settings_words
 
 STREAM_EVERY = 0.12  # seconds between page updates while racing (every round would flood the socket)
@@ -145,7 +145,7 @@ class Handlers:
 
     def open_race(self, file: Any, speed: str, plot_x: str, request: gr.Request) -> Iterator[tuple]:
         """A race file (the JSON download, someone else's too): replayed as it was raced, no model needed."""
-        from spec.race_file import read_race
+        from spec.race.file import read_race
 
         path = getattr(file, "name", file)
         try:
@@ -163,7 +163,7 @@ class Handlers:
         yield from self.replayed(events, speed, header, plot_x)
 
     def replayed(self, events: list, speed: str, header: dict, plot_x: str = "round") -> Iterator[tuple]:
-        from spec.race import replay as replayed
+        from spec.race.run import replay as replayed
 
         view = View.for_replay(events, getattr(self.stage.arena, "missing", {}))
         view.source, view.speed = header.get("source", ""), float(str(speed).rstrip("x") or 1)
@@ -250,7 +250,7 @@ class Handlers:
     def story(self, mine: bool = False) -> str:
         """Who wins where for the models loaded: their last sweep here, else the shipped table (mine: the
         session that just swept, which sees its sweep even when it is too small to replace the table)."""
-        from spec.story import story_for
+        from spec.race.story import story_for
 
         return story_html(story_for(self.stage.names(), mine))
 

@@ -59,7 +59,7 @@ def settings_of(values: dict[str, Any], arena: Any = None) -> Any:
     """RaceSettings from knob values (missing ones: their defaults), each checked against the range its
     page control has, with one message (the page, the API and the sweep all come here). The draft lengths
     end at the loaded heads' blocks (`arena`), as their sliders do."""
-    from spec.race import RaceSettings
+    from spec.race.run import RaceSettings
 
     ends = head_blocks(arena)
     v = {k.name: checked(k, values.get(k.name, k.default), ends.get(k.name)) for k in KNOBS}

@@ -128,7 +128,7 @@ class Stage:
     def load(self, choice: Choice, progress: Progress = quiet) -> None:
         """Load `choice` next to the current arena; swap only on success (errors leave it serving).
         progress(step, fraction): downloads, a first start's conversion and calibrations."""
-        from spec.arena import load_preset_arena
+        from spec.race.arena import load_preset_arena
 
         if choice.preset == "custom" and not choice.target:
             raise SpecError("give a target (a hub id or a folder) and at least one head")
@@ -193,7 +193,7 @@ def model_names(choice: Choice | None, info: dict[str, str]) -> dict[str, str]:
 
 def describe(stage: Stage) -> str:
     """Header chips: target, heads, device, BLAS, versions (device and BLAS asked on the MLX thread)."""
-    from spec.race_file import NOT_INSTALLED, versions
+    from spec.race.file import NOT_INSTALLED, versions
 
     chips: list[tuple[str, str, str]] = []
     a = stage.arena

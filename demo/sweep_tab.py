@@ -20,7 +20,7 @@ from demo.lanes import esc
 from demo.slot_chart import slot_chart
 from demo.stage import examples
 from spec.errors import SpecError
-from spec.sweep import METHODS
+from spec.race.sweep import METHODS
 
 DOMAIN_NAMES = {"chat": "Chat", "code": "Code", "math": "Math"}
 METHOD_ORDER = ("DSpark", "DFlash")  # the chart's bars, in this order within each domain
@@ -73,7 +73,7 @@ def sweep_prompts(domains: list[str], per_domain: int, own: str) -> list[dict]:
 def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_new: float, values: dict[str, Any],
               request: gr.Request = None) -> Iterator[tuple]:
     """Race each prompt on the served arena; after each, the table, the bars and the files so far."""
-    from spec.sweep import grid, sweep
+    from spec.race.sweep import grid, sweep
 
     arena, sid = stage.arena, request.session_hash if request else None
     if sid in stage.cancelled:  # Stop pressed while this sweep waited in the queue
@@ -113,7 +113,7 @@ def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_n
 
 def domain_positions(rows: pd.DataFrame) -> dict[str, dict[str, list[dict]]]:
     """domain -> head -> per-slot counts summed over the domain's races (spec.slots)."""
-    from spec.slots import by_method_and_domain
+    from spec.loop.slots import by_method_and_domain
 
     heads = {v: k for k, v in METHODS.items() if k != "greedy"}  # "DSpark" -> "dspark"
     out: dict[str, dict[str, list[dict]]] = {}
@@ -132,7 +132,7 @@ def domain_slots_html(rows: pd.DataFrame) -> str:
 
 def sweep_api(stage: Any, domains: str, per_domain: int, prompts: str, values: dict[str, Any]) -> dict:
     """Run the sweep to the end: the table, its release layout, the per-race rows, and what it ran with."""
-    from spec.sweep import sweep
+    from spec.race.sweep import sweep
 
     if stage.arena is None:
         raise gr.Error(stage.error or "no model is loaded", print_exception=False)
@@ -154,8 +154,8 @@ def sweep_api(stage: Any, domains: str, per_domain: int, prompts: str, values: d
 
 def sweep_doc(upd: Any, prompts: list[dict], settings: Any, models: dict[str, str], when: datetime) -> dict:
     """The sweep as its JSON download and the API give it."""
-    from spec.race_file import versions
-    from spec.sweep import grid
+    from spec.race.file import versions
+    from spec.race.sweep import grid
 
     records = (lambda f: json.loads(f.to_json(orient="records")) if f is not None and len(f) else [])  # noqa: E731
     return {"table": records(upd.table), "grid": records(grid(upd.table)) if upd.table is not None else [],
@@ -200,8 +200,8 @@ def bars_figure(table: pd.DataFrame) -> Any:
 
 def save_sweep(upd: Any, prompts: list[dict], settings: Any, models: dict[str, str], when: datetime) -> list[str]:
     """CSV (the grid) + JSON (everything), named spec-arena-sweep-<UTC time>."""
-    from spec.story import remember_sweep
-    from spec.sweep import grid
+    from spec.race.story import remember_sweep
+    from spec.race.sweep import grid
 
     out = Path(tempfile.mkdtemp(prefix="spec-arena-sweep-"))
     stem = f"spec-arena-sweep-{when.strftime('%Y%m%d-%H%M%S')}"

@@ -16,7 +16,7 @@ from demo.notes import below_greedy_html
 from demo.slot_chart import slot_chart
 from demo.status import status_html
 from spec.errors import SpecError
-from spec.repeat import shown_outcome
+from spec.race.repeat import shown_outcome
 
 PLOT_ROUNDS = 32  # the per-round chart's x axis grows by this many rounds
 CLOCK = "engine s"  # the chart's other x axis: each round's end on its lane's clock (engine seconds)
@@ -54,7 +54,7 @@ class View:
 
     def ran_with(self, settings: Any) -> "View":
         """What the race runs with that the page shows: the confidence cut, a lane's ablation."""
-        from spec.race import lane_notes
+        from spec.race.run import lane_notes
 
         if settings is not None:
             self.threshold = settings.dspark_threshold

@@ -8,7 +8,7 @@ from .errors import SpecError
 from .heads.dflash import DFlashDraftModel
 from .heads.dspark import DSparkDraftModel
 from .heads.registry import load_dflash, load_dspark
-from .loop.calibrate import costs_for
+from .loop.calibrate import build_engine
 from .loop.engine import Engine, GenResult, Round
 from .loop.verify import Sampling
 from .target import Target, load_target
@@ -36,9 +36,8 @@ def speculative_generate(target: Target, drafter: DSparkDraftModel | DFlashDraft
     chosen every round from measured costs and the acceptance so far (spec.autodraft);
     thinking: the chat template's enable_thinking (Qwen3's <think>), off by default;
     tree: verify at most this many drafts as a tree, max_draft deep (0 = chains; spec.tree)."""
-    engine = Engine(target, drafter, max_draft=max_draft, sampling=Sampling(temperature, top_p, top_k, seed),
-                    confidence_threshold=confidence_threshold, thinking=thinking,
-                    costs=costs_for(target, drafter, max_draft), tree=tree)
+    engine = build_engine(target, drafter, max_draft, sampling=Sampling(temperature, top_p, top_k, seed),
+                          confidence_threshold=confidence_threshold, thinking=thinking, tree=tree)
     return engine.generate(prompt, max_new_tokens, on_round=on_round)
 
 

@@ -57,8 +57,7 @@ def device_line() -> str:
 def run(args: argparse.Namespace) -> int:
     from .errors import SpecError
     from .heads.registry import load_dflash, load_dspark
-    from .loop.calibrate import costs_for
-    from .loop.engine import Engine
+    from .loop.calibrate import build_engine
     from .loop.verify import Sampling
     from .presets import get_preset, resolve
     from .progress import Console
@@ -76,9 +75,8 @@ def run(args: argparse.Namespace) -> int:
         head_ref = args.drafter or resolve(getattr(preset, args.mode), args.mode, progress)
         loader = load_dflash if args.mode == "dflash" else load_dspark
         drafter = loader(head_ref, target, drafter_bits=args.drafter_bits)
-    engine = Engine(target, drafter, max_draft=args.max_draft, confidence_threshold=args.confidence_threshold,
-                    costs=costs_for(target, drafter, args.max_draft, progress),
-                    sampling=Sampling(args.temperature, args.top_p, args.top_k, args.seed), thinking=args.thinking,
+    engine = build_engine(target, drafter, args.max_draft, progress, confidence_threshold=args.confidence_threshold,
+                          sampling=Sampling(args.temperature, args.top_p, args.top_k, args.seed), thinking=args.thinking,
                     tree=args.tree, markov=not args.no_markov)
     if engine.tree_note:
         print(f"# {engine.tree_note}", file=sys.stderr)

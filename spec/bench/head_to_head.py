@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import SpecError
+from ..loop.calibrate import build_engine
 from ..loop.slots import as_columns
 from ..race.arena import on_arena
 from ..race.sweep import summarise
@@ -107,16 +108,13 @@ def mlx_lm_greedy(target: Any, prompt_ids: list[int], max_new_tokens: int) -> tu
 def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_new_tokens: int,
                sampling: Any, profile: bool = False) -> dict:
     """One generation: tokens, accept lengths, decode seconds (and the drafter's share if profiled)."""
-    from ..loop.calibrate import costs_for
-    from ..loop.engine import Engine
-
     if m.kind == "mlx-lm":
         ids, tps, decode_tps = mlx_lm_greedy(target, prompt_ids, max_new_tokens)
         ids = ids[: next((i + 1 for i, t in enumerate(ids) if t in target.eos_ids), len(ids))]
         return {"ids": ids, "tok_s": tps, "decode_tok_s": decode_tps, "accept": [], "draft_s": 0.0, "decode_s": 0.0}
     head = heads.get(m.kind)
-    eng = Engine(target, head, max_draft=m.cap, sampling=sampling, name=m.name, profile=profile,
-                 costs=costs_for(target, head, m.cap), tree=m.tree, adapt=m.adapt)
+    eng = build_engine(target, head, m.cap, sampling=sampling, name=m.name, profile=profile, tree=m.tree,
+                       adapt=m.adapt)
     vocab = head.draft_vocab if head is not None else None
     if m.whole_vocab:
         head.draft_vocab = None

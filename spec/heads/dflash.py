@@ -13,7 +13,6 @@ from typing import Any
 import mlx.core as mx
 
 from ..loop.verify import Sampling, pick
-from ..target import Target
 from .backbone import Backbone, BackboneConfig
 
 

@@ -242,3 +242,11 @@ def costs_for(target: Any, head: Any, max_draft: int | str, progress: Progress =
     if head is None or draft_length(max_draft) != "auto":
         return None
     return cached_costs(target, head, progress=progress)
+
+
+def build_engine(target: Any, head: Any = None, max_draft: int | str = 0, progress: Progress = quiet,
+                 **settings: Any) -> Engine:
+    """The one way to build an Engine for a target and head: the draft length parsed once, and the costs
+    `auto` weighs measured (or read from the cache) first. `settings` are Engine's other keywords."""
+    max_draft = draft_length(max_draft)
+    return Engine(target, head, max_draft=max_draft, costs=costs_for(target, head, max_draft, progress), **settings)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from ..errors import SpecError
-from ..loop.calibrate import costs_for
+from ..loop.calibrate import build_engine
 from ..loop.confidence import ConfidenceCheck
 from ..loop.engine import Engine, GenResult, Round
 from ..loop.prefill import Prefill
@@ -171,13 +171,12 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     s = settings.sampling
     engines: dict[str, Engine] = {}
     if "dspark" in heads:
-        engines["dspark"] = Engine(target, heads["dspark"], max_draft=settings.dspark_cap, sampling=s,
-                                   confidence_threshold=settings.dspark_threshold, name="dspark", tree=settings.tree,
-                                   markov=settings.dspark_markov,
-                                   costs=costs_for(target, heads["dspark"], settings.dspark_cap))
+        engines["dspark"] = build_engine(target, heads["dspark"], settings.dspark_cap, sampling=s, name="dspark",
+                                         confidence_threshold=settings.dspark_threshold, tree=settings.tree,
+                                         markov=settings.dspark_markov)
     if "dflash" in heads:
-        engines["dflash"] = Engine(target, heads["dflash"], max_draft=settings.dflash_len, sampling=s, name="dflash",
-                                   tree=settings.tree, costs=costs_for(target, heads["dflash"], settings.dflash_len))
+        engines["dflash"] = build_engine(target, heads["dflash"], settings.dflash_len, sampling=s, name="dflash",
+                                         tree=settings.tree)
     if settings.baseline:
         engines["greedy"] = Engine(target, None, sampling=s, name="greedy")
     if not engines:

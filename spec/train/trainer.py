@@ -32,8 +32,7 @@ from ..heads.files import save_head
 from ..heads.init import head_config, init_from_target, new_head, trainable
 from ..heads.registry import load_dflash, load_dspark
 from ..heads.vocab import DraftVocab
-from ..loop.calibrate import costs_for
-from ..loop.engine import Engine
+from ..loop.calibrate import build_engine
 from ..target import Target, load_target, softcapped
 from .distill import SOFT_K, Sequence_, build_data, load_data
 
@@ -187,7 +186,7 @@ def export_head(head, config: dict, folder: Path, *, ship: bool = False) -> Path
 def evaluate(target: Target, head, prompts: list[dict], max_new_tokens: int = 96, max_draft: int = 0) -> dict[str, float]:
     """Mean accept length per domain at T = 0 on the given (held-out) prompts."""
     out: dict[str, list[int]] = {}
-    eng = Engine(target, head, max_draft=max_draft, costs=costs_for(target, head, max_draft))
+    eng = build_engine(target, head, max_draft)
     for p in prompts:
         res = eng.generate(p["prompt"], max_new_tokens)
         out.setdefault(p["domain"], []).extend(res.accept_lengths)
