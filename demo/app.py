@@ -37,7 +37,7 @@ from demo.api import register
 from demo.controls import IN_VIEW_JS, PAGE_JS, RUN_LABEL, SUBMIT_HINT, armed, released
 from demo.exposure import REFUSED, Exposure
 from demo.handlers import READY, WAIT_LABEL, WAITING, Handlers, block_sizes, can_think
-from demo.knobs import DRAFT_KNOBS, fixed_lengths, page_controls
+from demo.knobs import AUTO_KNOBS, fixed_lengths, page_controls
 from demo.lanes import LANES, esc
 from demo.slot_chart import slot_chart
 from demo.stage import Choice, Stage, describe, examples, preparation_html, preset_choices, preset_note
@@ -89,7 +89,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
                     dflash_id = gr.Textbox(c.dflash or "", label="DFlash head", elem_id="dflash")
             auto_length, controls = page_controls(*block_sizes(stage), can_think=can_think(stage))
             knobs = [auto_length, *controls.values()]
-            lengths = [controls[n] for n in DRAFT_KNOBS]
+            lengths = [controls[n] for n in AUTO_KNOBS]
             auto_length.change(fixed_lengths, auto_length, lengths, queue=False, **private)
             limited = [*lengths, controls["thinking"]]  # what a loaded model changes (handlers.knob_limits)
         with gr.Tabs(elem_id="modes"):

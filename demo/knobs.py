@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import inspect
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import gradio as gr
 
 from spec.errors import SpecError
+from spec.race.settings import AUTO, RENAMED, RaceSettings, upgraded
 
 MAX_NEW_TOKENS = 2048  # the page's slider and the API's limit
-AUTO = "auto"
 
 
 @dataclass(frozen=True)
@@ -35,23 +35,26 @@ KNOBS = (
     Knob("top_p", "Top-p", "1 = off", 1.0, 0.05, 1, 0.01),
     Knob("top_k", "Top-k", "0 = off", 0, 0, 200, 1),
     Knob("seed", "Seed", "the sampling seed (T > 0)", 0),
-    Knob("dspark_cap", "DSpark cap", "drafts per round; 0 = the head's block", AUTO, 0, 16, 1,
+    Knob("dspark_max_draft", "DSpark draft length", "drafts per round; 0 = the head's block", AUTO, 0, 16, 1,
          api="'auto' (the page's default: chosen every round from measured costs and acceptance) or a number "
              "of drafts per round, 0 = the head's block"),
     Knob("dspark_threshold", "DSpark confidence", "0 = off; cuts a draft where the head's confidence falls "
          "below it", 0.0, 0, 0.95, 0.05),
     Knob("dspark_markov", "DSpark Markov head", "off: DSpark drafts its slots in parallel, as DFlash does (an "
          "ablation; still lossless)", True),
-    Knob("dflash_len", "DFlash draft length", "drafts per round; 0 = the full block", AUTO, 0, 16, 1,
+    Knob("dflash_max_draft", "DFlash draft length", "drafts per round; 0 = the full block", AUTO, 0, 16, 1,
          api="'auto' (the page's default) or a number of drafts per round, 0 = the full block"),
-    Knob("tree", "Tree drafts", "at most this many drafts a round, as a tree (auto: chain or tree, chosen each "
-         "round); 0 = chains", 16, 0, 16, 1,
-         api="drafts a round may verify as a tree of the head's likeliest guesses: at most this many with auto "
-             "(chain or tree chosen every round), exactly this many with a fixed length; 0 = chains only"),
+    Knob("tree", "Tree drafts", "drafts a round as a tree; 0 = chains", AUTO, 0, 16, 1,
+         api="'auto' (the default everywhere: with auto draft lengths a tree of up to the head's block, chain or "
+             "tree chosen every round; chains at a fixed length) or a number of drafts a round may verify as a "
+             "tree of the head's likeliest guesses (at most this many with auto lengths, exactly this many with a "
+             "fixed length); 0 = chains only"),
     Knob("baseline", "Greedy baseline lane", "the target alone, the reference of every speedup", True),
     Knob("thinking", "Let the model think", "the chat template's enable_thinking (Qwen3's <think>)", False),
 )
-DRAFT_KNOBS = ("dspark_cap", "dflash_len")  # "auto" or a number: the page's Auto box and a slider each
+DRAFT_KNOBS = ("dspark_max_draft", "dflash_max_draft")  # the draft lengths: their sliders end at the heads' blocks
+AUTO_KNOBS = (*DRAFT_KNOBS, "tree")  # "auto" or a number: the page's Auto box covers them, a slider each
+ZERO = {"dspark_max_draft": "the head's whole block", "dflash_max_draft": "the head's whole block", "tree": "chains"}
 KNOB = {k.name: k for k in KNOBS}
 
 
@@ -59,11 +62,10 @@ def settings_of(values: dict[str, Any], arena: Any = None) -> Any:
     """RaceSettings from knob values (missing ones: their defaults), each checked against the range its
     page control has, with one message (the page, the API and the sweep all come here). The draft lengths
     end at the loaded heads' blocks (`arena`), as their sliders do."""
-    from spec.race.run import RaceSettings
-
+    values = upgraded({k: v for k, v in values.items() if k not in RENAMED or v is not None})
     ends = head_blocks(arena)
-    v = {k.name: checked(k, values.get(k.name, k.default), ends.get(k.name)) for k in KNOBS}
-    return RaceSettings(**v)
+    return RaceSettings.from_dict({k.name: checked(k, values.get(k.name, k.default), ends.get(k.name))
+                                   for k in KNOBS})
 
 
 def checked(k: Knob, value: Any, hi: float | None = None) -> Any:
@@ -74,22 +76,21 @@ def checked(k: Knob, value: Any, hi: float | None = None) -> Any:
         return bool(value)
     if value is None or value == "":  # an emptied number box
         value = k.default
-    if k.name in DRAFT_KNOBS and str(value).strip().lower() == AUTO:
+    if k.name in AUTO_KNOBS and str(value).strip().lower() == AUTO:
         return AUTO
-    whole = isinstance(k.default, int) or k.name in DRAFT_KNOBS
+    whole = isinstance(k.default, int) or k.name in AUTO_KNOBS
     try:
         x = float(value)
         if whole and not x.is_integer():
             raise ValueError
     except (TypeError, ValueError, OverflowError):
         kind = "a whole number" if whole else "a number"
-        auto = "auto or " if k.name in DRAFT_KNOBS else ""
+        auto = "auto or " if k.name in AUTO_KNOBS else ""
         raise SpecError(f"{name} must be {auto}{kind}, not {value!r}") from None
     x = int(x) if whole else x
     if k.lo is not None and not k.lo <= x <= hi:
-        if k.name in DRAFT_KNOBS:
-            raise SpecError(f"{name} must be auto or between {k.lo:g} and {hi:g} (0 = the head's whole block; "
-                            f"it was {x:g})")
+        if k.name in AUTO_KNOBS:
+            raise SpecError(f"{name} must be auto or between {k.lo:g} and {hi:g} (0 = {ZERO[k.name]}; it was {x:g})")
         raise SpecError(f"{name} must be between {k.lo:g} and {hi:g} (it was {x:g})")
     return x
 
@@ -103,7 +104,7 @@ def head_blocks(arena: Any) -> dict[str, int]:
 
 def echo(settings: Any) -> dict[str, Any]:
     """The settings a race ran with, as results and downloads echo them."""
-    return asdict(settings)
+    return settings.as_dict()
 
 
 # -- the page --------------------------------------------------------------------------------------
@@ -117,11 +118,11 @@ def page_controls(cap_max: int, len_max: int, can_think: bool = True) -> tuple[g
         for k in KNOBS[:5]:
             out[k.name] = control(k)
     with gr.Row(elem_classes=["knobs"]):
-        auto = gr.Checkbox(True, label="Auto draft length", info="chosen every round from measured costs and "
-                           "acceptance; off: the fixed lengths beside it", elem_id="auto-length")
+        auto = gr.Checkbox(True, label="Auto draft length", info="length and tree chosen every round from measured "
+                           "costs and acceptance; off: the fixed values beside it", elem_id="auto-length")
         for k in KNOBS[5:]:
-            hi = {"dspark_cap": cap_max, "dflash_len": len_max}.get(k.name)
-            out[k.name] = control(k, hi, interactive=k.name not in DRAFT_KNOBS,
+            hi = {"dspark_max_draft": cap_max, "dflash_max_draft": len_max}.get(k.name)
+            out[k.name] = control(k, hi, interactive=k.name not in AUTO_KNOBS,
                                   visible=k.name != "thinking" or can_think)
     return auto, out
 
@@ -139,16 +140,16 @@ def control(k: Knob, hi: float | None = None, interactive: bool = True, visible:
 
 def page_values(data: dict, auto: Any, controls: dict[str, Any]) -> dict[str, Any]:
     """The page's control values (an event's inputs given as a set: {component: value}) as knob values;
-    the Auto box on: both draft lengths auto."""
+    the Auto box on: both draft lengths and the tree auto."""
     out = {name: data[c] for name, c in controls.items()}
     if data[auto]:
-        out.update({n: AUTO for n in DRAFT_KNOBS})
+        out.update({n: AUTO for n in AUTO_KNOBS})
     return out
 
 
 def fixed_lengths(auto: bool) -> tuple:
     """The fixed-length sliders are live only while Auto is off (they look it, too)."""
-    return tuple(gr.Slider(interactive=not auto) for _ in DRAFT_KNOBS)
+    return tuple(gr.Slider(interactive=not auto) for _ in AUTO_KNOBS)
 
 
 # -- the API ---------------------------------------------------------------------------------------
@@ -190,6 +191,7 @@ def knob_params() -> list[tuple[str, type, Any, str]]:
         if k.lo is not None and k.name not in DRAFT_KNOBS and f"{k.lo:g} to" not in desc:
             desc += f" ({k.lo:g} to {k.hi:g})"
         out.append((k.name, api_type(k), k.default, desc))
+    out += [(old, str, None, f"deprecated: the old name of {new}, still read") for old, new in RENAMED.items()]
     return out
 
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from demo.lanes import LANES, esc, lane_label, verdict_badge
 
-
 LONG_PROMPT = 1000  # prompt tokens whose prefill is said to take a while before any speed is measured
 STOPPED_ORDER = "Ahead when stopped, by tokens per engine second"  # a stopped race's order (spec.outcome)
 

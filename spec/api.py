@@ -30,12 +30,13 @@ def load_dflash_pair(target: str, drafter: str, drafter_bits: int | None = None,
 def speculative_generate(target: Target, drafter: DSparkDraftModel | DFlashDraftModel, prompt: str | Sequence[int],
                          max_new_tokens: int = 256, *, max_draft: int | str = 0, temperature: float = 0.0,
                          top_p: float = 1.0, top_k: int = 0, seed: int = 0, confidence_threshold: float = 0.0,
-                         thinking: bool = False, tree: int = 0,
+                         thinking: bool = False, tree: int | str = "auto",
                          on_round: Callable[[Round], None] | None = None) -> GenResult:
     """Lossless speculative decoding with either head. max_draft 0 = the head's whole block, "auto" =
     chosen every round from measured costs and the acceptance so far (spec.autodraft);
     thinking: the chat template's enable_thinking (Qwen3's <think>), off by default;
-    tree: verify at most this many drafts as a tree, max_draft deep (0 = chains; spec.tree)."""
+    tree: verify at most this many drafts as a tree, max_draft deep (0 = chains; "auto": trees up to the
+    head's block when max_draft is "auto", chains at a fixed length; spec.loop.tree)."""
     engine = build_engine(target, drafter, max_draft, sampling=Sampling(temperature, top_p, top_k, seed),
                           confidence_threshold=confidence_threshold, thinking=thinking, tree=tree)
     return engine.generate(prompt, max_new_tokens, on_round=on_round)

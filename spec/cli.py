@@ -8,6 +8,18 @@ import json
 import platform
 import sys
 
+import mlx.core as mx
+
+from .cpu import blas_info
+from .errors import SpecError, deprecated, flag
+from .heads.registry import load_dflash, load_dspark
+from .loop.calibrate import build_engine
+from .loop.engine import draft_length, tree_setting
+from .loop.verify import Sampling
+from .presets import add_model_flags, get_preset, resolve
+from .progress import Console
+from .target import load_target
+
 SUBCOMMANDS = {"bench": "spec.bench.main", "train": "spec.train.trainer", "race": "spec.race.cli",
                "prompts": "spec.prompts"}
 EXAMPLE = "Write a Python function that checks whether a string is a palindrome."
@@ -17,16 +29,17 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m spec", description=__doc__,
                                  epilog=f"sub-commands: {', '.join(SUBCOMMANDS)} (python -m spec bench --help)")
     ap.add_argument("--mode", choices=["dspark", "dflash", "baseline"], default="dflash")
-    ap.add_argument("--family", default="pocket", help="preset: pocket (offline), qwen3, qwen3-8b, qwen3.5, gemma4")
-    ap.add_argument("--model", help="target: hub id or folder (overrides the preset's)")
-    ap.add_argument("--drafter", help="head: hub id or folder (overrides the preset's)")
-    ap.add_argument("--max-draft", default="0",
+    add_model_flags(ap)
+    ap.add_argument("--family", help=argparse.SUPPRESS)  # the old names of --preset, --target and the head's flag
+    ap.add_argument("--model", help=argparse.SUPPRESS)
+    ap.add_argument("--drafter", help=argparse.SUPPRESS)
+    ap.add_argument("--max-draft", default="0", type=flag(draft_length),
                     help="drafts verified per round (dflash: 0 = full block; dspark: 0 = block_size), or auto: "
                          "chosen every round from the measured costs and the acceptance so far")
-    ap.add_argument("--tree", type=int, default=None, metavar="N",
-                    help="verify at most N drafts as a tree, --max-draft deep (0 = chains only; default: chains at "
-                         "a fixed --max-draft, trees up to the head's block allowed with auto); a target that fails "
-                         "the tree check at load verifies chains and says why")
+    ap.add_argument("--tree", type=flag(tree_setting), default="auto", metavar="N",
+                    help="verify at most N drafts as a tree, --max-draft deep (0 = chains only; auto, the default: "
+                         "chains at a fixed --max-draft, trees up to the head's block with --max-draft auto); a "
+                         "target that fails the tree check at load verifies chains and says why")
     ap.add_argument("--confidence-threshold", type=float, default=0.0, help="DSpark: cut drafts below it (0 = off)")
     ap.add_argument("--no-markov", action="store_true",
                     help="DSpark: draft every slot from the backbone alone, without the Markov head (an ablation)")
@@ -46,38 +59,38 @@ def parser() -> argparse.ArgumentParser:
 
 
 def device_line() -> str:
-    import mlx.core as mx
-
-    from .cpu import blas_info
-
     dev = "GPU (Metal)" if mx.default_device() == mx.gpu else f"CPU ({platform.machine()})"
     return f"device {dev}, BLAS {blas_info()}, mlx {mx.__version__}"
 
 
-def run(args: argparse.Namespace) -> int:
-    from .errors import SpecError
-    from .heads.registry import load_dflash, load_dspark
-    from .loop.calibrate import build_engine
-    from .loop.verify import Sampling
-    from .presets import get_preset, resolve
-    from .progress import Console
-    from .target import load_target
+def upgrade(args: argparse.Namespace) -> argparse.Namespace:
+    """The old flags (--family, --model, --drafter) read as today's, with a deprecation line each."""
+    for old, new in (("family", "preset"), ("model", "target"), ("drafter", args.mode)):
+        if getattr(args, old) is not None:
+            deprecated(f"--{old}", f"--{new}")
+            if new != "baseline":
+                setattr(args, new, getattr(args, old))
+    return args
 
-    preset = get_preset(args.family) if not (args.model and (args.drafter or args.mode == "baseline")) else None
-    if args.mode != "baseline" and not (args.drafter or getattr(preset, args.mode)):
+
+def run(args: argparse.Namespace) -> int:
+    args = upgrade(args)
+    head = getattr(args, args.mode, None) if args.mode != "baseline" else None
+    preset = get_preset(args.preset) if not (args.target and (head or args.mode == "baseline")) else None
+    if args.mode != "baseline" and not (head or getattr(preset, args.mode)):
         raise SpecError(f"preset {preset.name!r} has no {args.mode} head: {preset.missing or 'none named'}; "
-                        "use the other --mode, or name a head with --drafter")
+                        f"use the other --mode, or name a head with --{args.mode}")
     progress = Console()  # a first start converts the pocket target and measures auto's costs: say so
-    target_ref = args.model or resolve(preset.target, "target", progress)
+    target_ref = args.target or resolve(preset.target, "target", progress)
     target = load_target(target_ref)
     drafter = None
     if args.mode != "baseline":
-        head_ref = args.drafter or resolve(getattr(preset, args.mode), args.mode, progress)
+        head_ref = head or resolve(getattr(preset, args.mode), args.mode, progress)
         loader = load_dflash if args.mode == "dflash" else load_dspark
         drafter = loader(head_ref, target, drafter_bits=args.drafter_bits)
     engine = build_engine(target, drafter, args.max_draft, progress, confidence_threshold=args.confidence_threshold,
-                          sampling=Sampling(args.temperature, args.top_p, args.top_k, args.seed), thinking=args.thinking,
-                    tree=args.tree, markov=not args.no_markov)
+                          sampling=Sampling(args.temperature, args.top_p, args.top_k, args.seed),
+                          thinking=args.thinking, tree=args.tree, markov=not args.no_markov)
     if engine.tree_note:
         print(f"# {engine.tree_note}", file=sys.stderr)
     prompt = list(target.tokenizer.encode(args.prompt)) if args.no_chat else args.prompt
@@ -102,11 +115,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .cpu import ensure_fast_blas
-
-    ensure_fast_blas()  # before MLX loads: then no restart is needed
-    from .errors import SpecError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] in SUBCOMMANDS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 from .errors import SpecError
@@ -76,3 +77,11 @@ def resolve(ref: str, kind: str, progress: Progress = quiet) -> str:
 def pocket_name(kind: str) -> str:
     """How a race names the pocket preset's models (the page, the CLI and race files alike)."""
     return f"{PRESETS['pocket'].note.split(' (')[0]} (pocket)" if kind == "target" else "pocket (trained here)"
+
+
+def add_model_flags(ap: argparse.ArgumentParser) -> None:
+    """The model flags, the same words in every command (python -m spec, race, bench, the app)."""
+    ap.add_argument("--preset", default="pocket", help=f"{', '.join(PRESETS)} (pocket runs offline)")
+    ap.add_argument("--target", help="target hub id or folder (replaces the preset's)")
+    ap.add_argument("--dspark", help="DSpark head hub id or folder (replaces the preset's)")
+    ap.add_argument("--dflash", help="DFlash head hub id or folder (replaces the preset's)")

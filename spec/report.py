@@ -3,17 +3,18 @@ machine line, the spread of trials, and the files a bench leaves behind."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
+from .cpu import blas_info
 from .race.outcome import Outcome
 from .race.repeat import shown_outcome
+from .race.settings import upgraded
 from .race.sweep import grid
 
 
@@ -94,18 +95,18 @@ def settings_words(settings: dict) -> str:
     """A race's settings (spec.race.RaceSettings as a dict) in a few words, as the page and Markdown say them."""
     if not settings:
         return "not recorded"
-    s = dict(settings)
+    s = upgraded(settings)
     t = s.get("temperature", 0.0)
     words = [f"{s.get('max_new_tokens', '?')} new tokens",
              "T = 0 (greedy)" if not t else f"T = {t}, top-p {s.get('top_p', 1.0)}, top-k {s.get('top_k', 0)}, "
                                             f"seed {s.get('seed', 0)}"]
     tree = s.get("tree")
-    trees = {None: "", 0: ", chains only"}.get(tree, f", trees of at most {tree} drafts")
-    cap = s.get("dspark_cap", "auto")
+    trees = {None: "", "auto": "", 0: ", chains only"}.get(tree, f", trees of at most {tree} drafts")
+    cap = s.get("dspark_max_draft", "auto")
     words.append(f"DSpark draft length {'the whole block' if cap == 0 else cap}{trees}"
                  + ("" if s.get("dspark_markov", True) else ", without its Markov head")
                  + (f", confidence cut {s['dspark_threshold']}" if s.get("dspark_threshold") else ""))
-    length = s.get("dflash_len", "auto")
+    length = s.get("dflash_max_draft", "auto")
     words.append(f"DFlash draft length {'the whole block' if length == 0 else length}{trees}")
     if not s.get("baseline", True):
         words.append("no greedy lane")
@@ -224,9 +225,9 @@ def slot_lines(runs: "Any") -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
-def header_of(a: argparse.Namespace, what: str) -> str:
-    """A results file's first lines: what ran, on which models, where and when."""
-    from .cpu import blas_info
-
-    return (f"# {a.preset if not a.target else a.target}: {what}\n{machine_line()}; BLAS {blas_info()}; "
+def header_of(what: str, settings: Mapping[str, Any] | None = None, **models: Any) -> str:
+    """A results file's first lines: what ran, on which models (`target`, else `preset`, from the
+    settings dict or keywords; other keys ignored, so a bench can pass all of its own), where and when."""
+    s = {**(settings or {}), **models}
+    return (f"# {s.get('target') or s.get('preset') or 'pocket'}: {what}\n{machine_line()}; BLAS {blas_info()}; "
             f"{time.strftime('%Y-%m-%d')}")

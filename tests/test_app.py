@@ -236,7 +236,7 @@ def test_the_race_endpoint_names_the_order_and_the_winner(app):
     for p in order:  # the same speedup: the API gives 3 digits, the table 2 (0.8849 -> 0.885 vs 0.88)
         assert p["speedup"] == pytest.approx(speedups[p["engine"]], abs=0.0051)
     assert out["race_clock_seconds"] == pytest.approx(max(p["finish_seconds"] for p in order), abs=2e-3)
-    assert out["settings"]["dspark_cap"] == out["settings"]["dflash_len"] == "auto"  # the page's default
+    assert out["settings"]["dspark_max_draft"] == out["settings"]["dflash_max_draft"] == "auto"  # the page's default
 
 
 def test_the_replay_endpoint_streams_the_race_at_its_measured_speed(app):
@@ -302,8 +302,8 @@ def test_errors_are_readable_and_the_app_keeps_serving(app):
     c = Client(app.url, verbose=False)
     with pytest.raises(AppError, match="prompt is empty"):
         c.predict("   ", api_name="/race")
-    with pytest.raises(AppError, match=r"dflash_len \(DFlash draft length\) must be auto or between 0 and \d+ "):
-        c.predict(PROMPT, 8, dflash_len=99, api_name="/race")  # the page's range and words (demo.knobs)
+    with pytest.raises(AppError, match=r"dflash_max_draft \(DFlash draft length\) must be auto or between 0 and \d+ "):
+        c.predict(PROMPT, 8, dflash_max_draft=99, api_name="/race")  # the page's range and words (demo.knobs)
     with pytest.raises(AppError, match=r"temperature must be between 0 and 2 \(it was 5\)"):
         c.predict(PROMPT, 8, temperature=5, api_name="/race")
     assert c.predict(PROMPT, 4, api_name="/race")["verdicts"]["dflash"] == "identical to greedy"
@@ -684,7 +684,7 @@ def test_browser_why_a_head_wins_on_the_pocket_preset(browser, pocket_app):
                   "Explain step by step.")
         page.locator("#settings button.label-wrap").click()
         set_max_tokens(page, 96)
-        fixed_lengths(page, dspark_cap=4, dflash_len=8, tree=0)
+        fixed_lengths(page, dspark_max_draft=4, dflash_max_draft=8, tree=0)
         close_settings(page)
         page.click("#run")
         wait_done(page, timeout=300_000)

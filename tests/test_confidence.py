@@ -8,7 +8,8 @@ from spec.heads.registry import load_dflash, load_dspark
 from spec.loop.confidence import ConfidenceCheck, first_below
 from spec.loop.engine import Engine
 from spec.loop.verify import Sampling
-from spec.race.run import RaceSettings, run_race
+from spec.race.run import run_race
+from spec.race.settings import RaceSettings
 from spec.target import load_target
 
 
@@ -77,7 +78,7 @@ def test_tree_rounds_carry_no_estimates_even_after_a_chain_left_some(heads):
 
 def test_the_race_reports_dsparks_confidence_and_not_dflashs(heads):
     t, dspark, dflash = heads
-    settings = RaceSettings(max_new_tokens=16, dspark_cap=4, dflash_len=4, dspark_threshold=0.3)
+    settings = RaceSettings(max_new_tokens=16, dspark_max_draft=4, dflash_max_draft=4, dspark_threshold=0.3)
     events = list(run_race(t, {"dspark": dspark, "dflash": dflash}, "hello", settings))
     out = events[-1].outcome
     assert set(out.confidence) == {"dspark"} and out.confidence["dspark"]["used"] == 0.3

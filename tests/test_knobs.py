@@ -30,15 +30,15 @@ class Arena:
 @pytest.mark.parametrize("values, message", [
     ({"temperature": 5}, r"^temperature must be between 0 and 2 \(it was 5\)$"),
     ({"temperature": -0.1}, r"^temperature must be between 0 and 2 \(it was -0.1\)$"),
-    ({"tree": 64}, r"^tree \(Tree drafts\) must be between 0 and 16 \(it was 64\)$"),
+    ({"tree": 64}, r"^tree \(Tree drafts\) must be auto or between 0 and 16 \(0 = chains; it was 64\)$"),
     ({"top_p": 0}, r"^top_p must be between 0.05 and 1 \(it was 0\)$"),
     ({"top_k": 500}, r"^top_k must be between 0 and 200 \(it was 500\)$"),
     ({"dspark_threshold": 0.99}, r"^dspark_threshold \(DSpark confidence\) must be between 0 and 0.95"),
     ({"max_new_tokens": 5000}, r"^max_new_tokens must be between 1 and 2048 \(it was 5000\)$"),
-    ({"dflash_len": 99}, r"^dflash_len \(DFlash draft length\) must be auto or between 0 and 15 \(0 = the head's "
+    ({"dflash_max_draft": 99}, r"^dflash_max_draft \(DFlash draft length\) must be auto or between 0 and 15 \(0 = the head's "
                          r"whole block; it was 99\)$"),
-    ({"dspark_cap": 8}, r"^dspark_cap must be auto or between 0 and 7 "),
-    ({"dspark_cap": "soon"}, r"^dspark_cap must be auto or a whole number, not 'soon'$"),
+    ({"dspark_max_draft": 8}, r"^dspark_max_draft \(DSpark draft length\) must be auto or between 0 and 7 "),
+    ({"dspark_max_draft": "soon"}, r"^dspark_max_draft \(DSpark draft length\) must be auto or a whole number, not .soon.$"),
     ({"top_k": 2.5}, r"^top_k must be a whole number, not 2.5$"),
 ])
 def test_a_setting_outside_the_pages_range_gets_one_message(values, message):
@@ -47,11 +47,12 @@ def test_a_setting_outside_the_pages_range_gets_one_message(values, message):
 
 
 def test_the_pages_ends_are_accepted_and_0_is_the_whole_block():
-    s = settings_of({"temperature": 2, "tree": 16, "dflash_len": 0, "dspark_cap": 7, "top_p": 0.05, "top_k": 200,
+    s = settings_of({"temperature": 2, "tree": 16, "dflash_max_draft": 0, "dspark_max_draft": 7, "top_p": 0.05, "top_k": 200,
                      "seed": None}, Arena())
-    assert (s.temperature, s.tree, s.dflash_len, s.dspark_cap, s.top_p, s.top_k, s.seed) == (2, 16, 0, 7, 0.05, 200, 0)
-    assert settings_of({"dspark_cap": "auto", "dflash_len": "15"}, Arena()).dflash_len == 15
-    assert settings_of({}).dflash_len == "auto"  # the page's defaults
+    assert (s.sampling.temperature, s.tree, s.dflash_max_draft, s.dspark_max_draft, s.sampling.top_p, s.sampling.top_k,
+            s.sampling.seed) == (2, 16, 0, 7, 0.05, 200, 0)
+    assert settings_of({"dspark_max_draft": "auto", "dflash_max_draft": "15"}, Arena()).dflash_max_draft == 15
+    assert settings_of({}).dflash_max_draft == "auto"  # the page's defaults
 
 
 def test_the_sliders_and_the_api_end_at_the_same_place():
@@ -62,7 +63,7 @@ def test_the_sliders_and_the_api_end_at_the_same_place():
     class Stage:
         arena = Arena()
 
-    assert block_sizes(Stage()) == (7, 15) and head_blocks(None) == {"dspark_cap": 16, "dflash_len": 16}
+    assert block_sizes(Stage()) == (7, 15) and head_blocks(None) == {"dspark_max_draft": 16, "dflash_max_draft": 16}
     described = {name: desc for name, _, _, desc in knob_params()}
     assert described["temperature"].endswith("(0 to 2)") and described["tree"].endswith("(0 to 16)")
     assert described["max_new_tokens"].count("1 to 2048") == 1

@@ -182,7 +182,7 @@ def test_the_json_download_has_rounds_time_versions_and_no_paths(tiny_dir):
     stage.load(Choice("custom", str(tiny_dir / "qwen3"), str(tiny_dir / "dspark-qwen3"),
                       str(tiny_dir / "dflash-qwen3")))
     try:
-        settings = settings_of({"max_new_tokens": 16, "dspark_cap": 0, "dflash_len": 0})
+        settings = settings_of({"max_new_tokens": 16, "dspark_max_draft": 0, "dflash_max_draft": 0})
         view = View.for_arena(stage.arena, settings)
         events = list(stage.arena.race(PROMPT, settings))
         for ev in events:
@@ -239,8 +239,8 @@ def test_every_api_parameter_is_named_and_described(app):
             assert p["label"] == p["parameter_name"], p
             assert p["python_type"]["description"] and "provided in" not in p["python_type"]["description"], p
     race = {p["parameter_name"]: p for p in info["/race"]["parameters"]}
-    assert race["dspark_cap"]["parameter_default"] == race["dflash_len"]["parameter_default"] == "auto"
-    assert "auto" in race["dspark_cap"]["python_type"]["description"]
+    assert race["dspark_max_draft"]["parameter_default"] == race["dflash_max_draft"]["parameter_default"] == "auto"
+    assert "auto" in race["dspark_max_draft"]["python_type"]["description"]
     assert race["tree"]["parameter_default"] == 16 and "tree" in race["tree"]["python_type"]["description"]
 
 
@@ -250,17 +250,18 @@ def test_load_race_gives_back_the_saved_races_result_and_reads_no_server_path(ap
 
     from spec.heads.registry import load_dspark
     from spec.race.file import race_record
-    from spec.race.run import RaceSettings, run_race
+    from spec.race.run import run_race
+    from spec.race.settings import RaceSettings
     from spec.target import load_target
 
     t = load_target(str(tiny_dir / "qwen3"))
     events = list(run_race(t, {"dspark": load_dspark(str(tiny_dir / "dspark-qwen3"), t)}, "hi",
-                           RaceSettings(max_new_tokens=12, dspark_cap=3)))
+                           RaceSettings(max_new_tokens=12, dspark_max_draft=3)))
     text = json.dumps(race_record(events, "hi", {"target": "tiny"}))
     client = Client(app.url, verbose=False)
     out = client.predict(text, api_name="/load_race")
     assert out["headline"] == events[-1].outcome.headline() and out["models"] == {"target": "tiny"}
-    assert out["positions"] == events[-1].outcome.positions and out["settings"]["dspark_cap"] == 3
+    assert out["positions"] == events[-1].outcome.positions and out["settings"]["dspark_max_draft"] == 3
     assert out["texts"] == {n: r.text for n, r in events[-1].results.items()}
     for bad, words in (("/etc/passwd", "a race file's text"), ('{"x": 1}', "not a race file")):
         with pytest.raises(AppError, match=words):

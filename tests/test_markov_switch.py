@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from spec.heads.registry import load_dspark
 from spec.loop.engine import Engine
 from spec.loop.verify import Sampling
-from spec.race.run import RaceSettings, run_race
+from spec.race.run import run_race
+from spec.race.settings import RaceSettings
 from spec.report import results_table
 from spec.target import load_target
 
@@ -55,11 +56,11 @@ def test_the_switch_changes_the_drafts(pair):
 
 def test_a_race_without_markov_says_so_and_stays_lossless(pair):
     t, head = pair
-    events = list(run_race(t, {"dspark": head}, "hello", RaceSettings(max_new_tokens=16, dspark_cap=4,
+    events = list(run_race(t, {"dspark": head}, "hello", RaceSettings(max_new_tokens=16, dspark_max_draft=4,
                                                                       dspark_markov=False)))
     final = events[-1]
     assert final.verdicts == {"dspark": "identical to greedy"}
     assert final.outcome.label("dspark") == "DSpark (Markov off)"
     assert "dspark (Markov off)" in set(results_table(final.outcome, final.verdicts)["engine"])
-    plain = list(run_race(t, {"dspark": head}, "hello", RaceSettings(max_new_tokens=16, dspark_cap=4)))[-1]
+    plain = list(run_race(t, {"dspark": head}, "hello", RaceSettings(max_new_tokens=16, dspark_max_draft=4)))[-1]
     assert plain.outcome.label("dspark") == "DSpark"

@@ -305,7 +305,7 @@ def test_a_lane_draws_its_last_rounds_tree(app, browser):
     with opened(browser, "tree-failure.png") as page:
         fresh(page, app.url, 400, "Tell me a long story.")
         settings(page, True)
-        fixed_lengths(page, dspark_cap=4, dflash_len=4, tree=8)
+        fixed_lengths(page, dspark_max_draft=4, dflash_max_draft=4, tree=8)
         settings(page, False)
         page.click("#run")
         for lane in ("dspark", "dflash"):
@@ -429,7 +429,7 @@ def test_rejected_input_leaves_no_traceback_or_warning(app, browser):
 
     mark = app.log.stat().st_size
     c = Client(app.url, verbose=False)
-    for kwargs, why in (({"max_new_tokens": 5000}, "between 1 and 2048"), ({"dspark_cap": "soon"}, "auto"),
+    for kwargs, why in (({"max_new_tokens": 5000}, "between 1 and 2048"), ({"dspark_max_draft": "soon"}, "auto"),
                         ({"max_new_tokens": 0}, "between 1 and 2048")):
         with pytest.raises(AppError, match=why):
             c.predict(PROMPT, api_name="/race", **kwargs)
@@ -459,7 +459,7 @@ def test_the_api_runs_what_the_page_runs(app, browser):
     with urllib.request.urlopen(href if href.startswith("http") else app.url.rstrip("/") + href) as r:
         doc = json.loads(r.read())
     out = Client(app.url, verbose=False).predict(PROMPT, 12, api_name="/race")
-    assert out["settings"] == doc["settings"] and doc["settings"]["dflash_len"] == "auto"
+    assert out["settings"] == doc["settings"] and doc["settings"]["dflash_max_draft"] == "auto"
     assert [c.strip() for c in columns if c.strip()] == out["columns"]
 
 
@@ -479,7 +479,7 @@ def test_why_a_head_wins_is_on_the_page(app, browser, size):
         assert re.search(r"(?m)^(chat|code|math): .*(wins|tie|neither|slower than|over greedy)", story), story
         page.locator("#story").screenshot(path=str(artifacts() / f"story-{tag}.png"))
         settings(page, True)
-        fixed_lengths(page, dspark_cap=3, dflash_len=3, tree=0)  # the tiny random heads would park with auto
+        fixed_lengths(page, dspark_max_draft=3, dflash_max_draft=3, tree=0)  # the tiny random heads would park with auto
         settings(page, False)
         race_to_the_end(page)
         for head in ("dspark", "dflash"):
@@ -523,7 +523,8 @@ def test_an_opened_race_file_replays_the_same_race(app, browser, tiny_dir, tmp_p
 
     from spec.heads.registry import load_dflash, load_dspark
     from spec.race.file import race_record
-    from spec.race.run import RaceSettings, run_race
+    from spec.race.run import run_race
+    from spec.race.settings import RaceSettings
     from spec.target import load_target
 
     t = load_target(str(tiny_dir / "qwen3"))

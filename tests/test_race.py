@@ -8,8 +8,10 @@ from spec.errors import SpecError
 from spec.heads.registry import load_dflash, load_dspark
 from spec.loop.calibrate import costs_for
 from spec.loop.engine import Engine
+from spec.loop.verify import Sampling
 from spec.race.arena import Arena
-from spec.race.run import RaceSettings, run_race, verdict
+from spec.race.run import run_race, verdict
+from spec.race.settings import RaceSettings
 from spec.report import results_table
 from spec.target import load_target
 
@@ -55,7 +57,7 @@ def test_a_race_with_trees_verifies_trees_and_stays_lossless(arena):
     """The tree setting reaches both lanes: at fixed lengths every drafting round verifies that many
     drafts as a tree; 0 keeps chains."""
     for tree, shaped in ((6, True), (0, False)):
-        evs = final(arena.race("hello there", RaceSettings(max_new_tokens=16, dspark_cap=4, dflash_len=4, tree=tree)))
+        evs = final(arena.race("hello there", RaceSettings(max_new_tokens=16, dspark_max_draft=4, dflash_max_draft=4, tree=tree)))
         assert evs[-1].verdicts == {"dspark": "identical to greedy", "dflash": "identical to greedy"}
         drafting = [e.round for e in evs if e.kind == "round" and e.round.drafted]
         assert drafting and all((r.drafted == 6) == shaped for r in drafting)
@@ -103,17 +105,17 @@ def test_errors_reach_the_caller_and_the_arena_keeps_serving(arena):
     with pytest.raises(SpecError, match="empty"):
         list(arena.race("  ", RaceSettings()))
     with pytest.raises(SpecError, match="max draft"):
-        list(arena.race("hi", RaceSettings(dflash_len=99)))
+        list(arena.race("hi", RaceSettings(dflash_max_draft=99)))
     assert list(arena.race("hi", RaceSettings(max_new_tokens=4)))[-1].kind == "finish"
 
 
 def test_sampled_race_verdicts_are_computed(arena):
-    end = list(arena.race("hi", RaceSettings(max_new_tokens=8, temperature=0.8, seed=1)))[-1]
+    end = list(arena.race("hi", RaceSettings(max_new_tokens=8, sampling=Sampling(0.8, seed=1))))[-1]
     for name, v in end.verdicts.items():
         same = end.results[name].token_ids == end.results["greedy"].token_ids
         assert v == "identical to plain sampling" if same else v.startswith("differs from plain sampling ")
     # a top-p so small that sampling is greedy: every lane draws the same text, and the verdict says so
-    end = list(arena.race("hi", RaceSettings(max_new_tokens=8, temperature=1.5, top_p=0.01, seed=1)))[-1]
+    end = list(arena.race("hi", RaceSettings(max_new_tokens=8, sampling=Sampling(1.5, top_p=0.01, seed=1))))[-1]
     assert set(end.verdicts.values()) == {"identical to plain sampling"}
 
 
@@ -123,7 +125,7 @@ def test_verdict_names_the_first_difference():
     def res(ids, reason="length"):
         return GenResult("", ids, [1], [0], 1, 1, 0.0, 0.0, reason)
 
-    s, hot = RaceSettings(), RaceSettings(temperature=1.0)
+    s, hot = RaceSettings(), RaceSettings(sampling=Sampling(1.0))
     assert verdict(res([1, 2, 3]), res([1, 2, 3]), s) == "identical to greedy"
     assert verdict(res([1, 5, 3]), res([1, 2, 3]), s) == "DIFFERS from greedy at token 1"
     assert verdict(res([1, 2]), res([1, 2, 3]), s) == "DIFFERS from greedy in length (2 vs 3 tokens)"
@@ -206,7 +208,7 @@ def test_lanes_step_in_busy_time_order_and_never_run_a_round_ahead(tiny_dir, mon
     costly(heads["dspark"], lambda k: 0.2 + 0.05 * k)
     clocks, longest, order = {n: 0.0 for n in ("dspark", "dflash", "greedy")}, {}, []
     live = set(clocks)
-    for ev in run_race(t, heads, [9, 8, 7, 6], RaceSettings(max_new_tokens=24, dspark_cap=0, dflash_len=0)):
+    for ev in run_race(t, heads, [9, 8, 7, 6], RaceSettings(max_new_tokens=24, dspark_max_draft=0, dflash_max_draft=0)):
         if ev.kind != "round":
             continue
         name, cost = ev.engine, ev.round.seconds
@@ -278,7 +280,7 @@ def test_a_replay_changes_no_number(arena):
 SCRIPT = """
 import sys
 from spec.race.arena import load_preset_arena
-from spec.race.run import RaceSettings
+from spec.race.settings import RaceSettings
 tiny = sys.argv[1]
 a = load_preset_arena("pocket", tiny + "/qwen3", tiny + "/dspark-qwen3", tiny + "/dflash-qwen3")
 print(list(a.race("hi", RaceSettings(max_new_tokens=6)))[-1].verdicts, flush=True)

@@ -5,14 +5,14 @@ get one clear error; the CLI opens it and prints a Markdown summary."""
 import json
 import subprocess
 import sys
-from dataclasses import asdict
 
 import pytest
 
 from spec.errors import SpecError
 from spec.heads.registry import load_dflash, load_dspark
 from spec.race.file import race_record, read_race
-from spec.race.run import RaceSettings, replay, run_race
+from spec.race.run import replay, run_race
+from spec.race.settings import RaceSettings
 from spec.report import race_markdown, results_table
 from spec.target import load_target
 
@@ -22,7 +22,7 @@ def raced(tiny_dir):
     t = load_target(str(tiny_dir / "qwen3"))
     heads = {"dspark": load_dspark(str(tiny_dir / "dspark-qwen3"), t),
              "dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), t)}
-    settings = RaceSettings(max_new_tokens=24, dspark_cap=4, dflash_len=5, tree=6, dspark_threshold=0.2)
+    settings = RaceSettings(max_new_tokens=24, dspark_max_draft=4, dflash_max_draft=5, tree=6, dspark_threshold=0.2)
     events = list(run_race(t, heads, "Tell me about rivers.", settings))
     return events, race_record(events, "Tell me about rivers.", {"target": "tiny"})
 
@@ -93,8 +93,9 @@ def test_the_cli_opens_a_saved_race_without_a_model(raced, tmp_path):
 def test_settings_in_words():
     from spec.report import settings_words
 
-    words = settings_words(asdict(RaceSettings(max_new_tokens=64, temperature=0.7, dspark_cap=0, dspark_markov=False,
-                                               dflash_len=4, tree=0, baseline=False)))
+    words = settings_words(RaceSettings.from_dict(dict(max_new_tokens=64, temperature=0.7, dspark_max_draft=0,
+                                                       dspark_markov=False, dflash_max_draft=4, tree=0,
+                                                       baseline=False)).as_dict())
     assert words == ("64 new tokens, T = 0.7, top-p 1.0, top-k 0, seed 0, DSpark draft length the whole block, chains "
                      "only, without its Markov head, DFlash draft length 4, chains only, no greedy lane")
     assert settings_words({}) == "not recorded"

@@ -10,6 +10,7 @@ from test_app import app  # noqa: F401 (the served app on tiny random models)
 from test_outcome import race
 
 from spec.errors import SpecError
+from spec.loop.verify import Sampling
 from spec.race.outcome import TIE_FLOOR, Outcome
 from spec.race.repeat import REPEATS, Repeated, repeat_count
 
@@ -127,12 +128,12 @@ def assert_same_rounds(finishes):
 def test_three_races_of_one_prompt_commit_the_same_rounds_at_t0_and_seeded_t_gt_0(tiny_dir):
     from spec.race.arena import load_preset_arena
     from spec.race.repeat import repeated
-    from spec.race.run import RaceSettings
+    from spec.race.settings import RaceSettings
 
     arena = load_preset_arena(target=str(tiny_dir / "qwen3"), dspark=str(tiny_dir / "dspark-qwen3"),
                               dflash=str(tiny_dir / "dflash-qwen3"))
     try:
-        for settings in (RaceSettings(max_new_tokens=24), RaceSettings(max_new_tokens=24, temperature=0.8, seed=7)):
+        for settings in (RaceSettings(max_new_tokens=24), RaceSettings(max_new_tokens=24, sampling=Sampling(0.8, seed=7))):
             finishes = races_of(arena, "hello there, tell me a story", settings, 3)
             assert len(finishes) == 3
             assert_same_rounds(finishes)
@@ -167,7 +168,7 @@ def test_a_pocket_race_twice_with_a_busy_core_between_commits_the_same_rounds(po
     """Issue 39's check: the same prompt raced twice, a CPU hog started between the two, and every lane
     commits the same draft lengths, trees, accepts and tokens (only the times differ)."""
     from spec.race.arena import load_preset_arena
-    from spec.race.run import RaceSettings
+    from spec.race.settings import RaceSettings
 
     for k, v in pocket_home.items():  # the pocket app's cache and calibration, shared with its tests
         monkeypatch.setenv(k, v)

@@ -10,7 +10,8 @@ from spec.loop.autodraft import Costs
 from spec.loop.engine import Engine
 from spec.loop.slots import SlotCounts, shares_text, slot_counts, slot_table
 from spec.loop.tree import DraftTree
-from spec.race.run import RaceSettings, run_race
+from spec.race.run import run_race
+from spec.race.settings import RaceSettings
 from spec.target import load_target
 
 
@@ -79,7 +80,7 @@ def test_the_race_meters_outcome_api_and_cli_show_the_same_counts(trio):
     from demo.view import View
 
     t, dflash, dspark = trio
-    settings = RaceSettings(max_new_tokens=24, dspark_cap=4, dflash_len=6)
+    settings = RaceSettings(max_new_tokens=24, dspark_max_draft=4, dflash_max_draft=6)
     events = list(run_race(t, {"dspark": dspark, "dflash": dflash}, "hello there", settings))
     final = events[-1]
     positions = final.outcome.positions

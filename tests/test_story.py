@@ -59,7 +59,7 @@ def test_the_last_sweep_here_is_the_story_of_its_models(tmp_path, monkeypatch):
     doc = {"table": json.loads(table([("greedy", "code", 1.0, 1.0), ("DSpark", "code", 1.8, 1.31),
                                       ("DFlash", "code", 1.5, 1.02)]).to_json(orient="records")),
            "prompts": [{"domain": "code", "prompt": "def f():"}] * 2, "models": models, "stopped": False,
-           "settings": {"max_new_tokens": 64, "temperature": 0.0, "dspark_cap": "auto", "dflash_len": 4},
+           "settings": {"max_new_tokens": 64, "temperature": 0.0, "dspark_max_draft": "auto", "dflash_max_draft": 4},
            "timestamp": "2026-12-06T18:30:00+00:00"}
     assert sweep_story(models) is None and story_for(models) is not None  # none yet: the shipped table
     remember_sweep({**doc, "stopped": True})  # a stopped sweep is not a measurement of every domain asked
@@ -90,7 +90,7 @@ def test_a_sweep_smaller_than_the_shipped_table_does_not_replace_it_for_everyone
     assert shipped.per_domain == 3
     rows = [(m, d, 1.5, 1.1) for d in ("chat", "code", "math") for m in ("greedy", "DSpark", "DFlash")]
     doc = {"table": json.loads(table(rows).to_json(orient="records")), "models": models, "stopped": False,
-           "settings": {"max_new_tokens": 48, "temperature": 0.0, "dspark_cap": "auto", "dflash_len": "auto"},
+           "settings": {"max_new_tokens": 48, "temperature": 0.0, "dspark_max_draft": "auto", "dflash_max_draft": "auto"},
            "timestamp": "2026-12-07T01:00:00+00:00"}
     remember_sweep({**doc, "prompts": [{"domain": d, "prompt": "p"} for d in ("chat", "code", "math")]})
     assert story_for(models) == shipped  # a reload, another visitor

@@ -30,7 +30,8 @@ from demo.slot_chart import slot_chart
 from spec.loop.confidence import ConfidenceCheck  # noqa: E402
 from spec.loop.results import GenResult, Round  # noqa: E402
 from spec.race.outcome import Outcome  # noqa: E402
-from spec.race.run import Meter, RaceEvent, RaceSettings  # noqa: E402
+from spec.race.run import Meter, RaceEvent  # noqa: E402
+from spec.race.settings import RaceSettings
 
 # One lane's rounds after its prefill: (accepted, drafted, parents, path, levels, estimates). A tree's
 # parents: rows 1, 2 under the anchor, 3 under 1, 4 under 2 (the path (0, 2) took the 2nd guess).

@@ -45,13 +45,14 @@ class Engine:
     def __init__(self, target: Target, drafter: Drafter | None = None, *, max_draft: int | str = 0,
                  sampling: Sampling = Sampling(), confidence_threshold: float = 0.0, name: str | None = None,
                  profile: bool = False, thinking: bool = False, costs: autodraft.Costs | None = None,
-                 tree: int | None = None, markov: bool = True, adapt: bool = False):
+                 tree: int | str | None = "auto", markov: bool = True, adapt: bool = False):
         """profile: sync once more per round, after drafting, to time the drafter on its own.
         thinking: the chat template's enable_thinking for text prompts (off, as the heads are benchmarked).
         costs: what max_draft="auto" weighs, measured for this pair (spec.calibrate.costs_for).
-        tree: verify at most this many drafts as a tree, at most max_draft deep (0: chains; None: chains
-        at a fixed length, and trees up to the head's block allowed with "auto", which picks chain or tree
-        and its size every round); a target whose layers cannot branch verifies chains (tree_note: why).
+        tree: verify at most this many drafts as a tree, at most max_draft deep (0: chains; "auto", the
+        default everywhere, or None: chains at a fixed length, and trees up to the head's block allowed with
+        max_draft "auto", which picks chain or tree and its size every round); a target whose layers cannot
+        branch verifies chains (tree_note: why).
         markov: off, a DSpark head drafts every slot from its backbone alone, in parallel (an ablation).
         adapt: "auto" also follows this generation's own timings (the chooser before issue 39, which made
         two races of one prompt diverge; kept for the benchmark that compares it: spec.autodraft)."""
@@ -75,10 +76,9 @@ class Engine:
         if not 0 <= confidence_threshold < 1:
             raise SpecError("confidence threshold must be in [0, 1)")
         self.confidence_threshold = confidence_threshold
-        if tree is None:
+        tree = tree_setting(tree)
+        if tree == "auto":
             tree = self.max_draft if self.costs is not None else 0
-        if not isinstance(tree, int) or not 0 <= tree <= MAX_TREE:
-            raise SpecError(f"tree must be a number of drafted nodes in 0..{MAX_TREE} (0 = chains)")
         self.tree_note = target.check_trees() if tree and drafter is not None else ""
         self.tree = 0 if self.tree_note or drafter is None else tree  # at most; auto picks per round
         self.name = name or (drafter.kind if drafter is not None else "greedy")
@@ -114,6 +114,20 @@ class Engine:
 
 
 MAX_TREE = 64  # drafted nodes a tree may have (its verify runs them all in one forward)
+
+
+def tree_setting(value: int | str | None) -> int | str:
+    """A tree setting as given by a user: "auto" (or None), a number of drafted nodes, or its digits."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
+        return "auto"
+    try:
+        nodes = int(value)
+    except (TypeError, ValueError):
+        nodes = -1
+    if not 0 <= nodes <= MAX_TREE or (isinstance(value, float) and not value.is_integer()):
+        raise SpecError(f"tree must be auto or a number of drafted nodes in 0..{MAX_TREE} (0 = chains), "
+                        f"not {value!r}")
+    return nodes
 
 
 def draft_length(value: int | str) -> int | str:

@@ -20,7 +20,8 @@ from ..errors import SpecError
 from ..loop.calibrate import costs_for
 from ..progress import Progress, quiet
 from ..target import Target
-from .run import RaceEvent, RaceSettings, run_race
+from .run import RaceEvent, run_race
+from .settings import RaceSettings
 
 
 class MLXThread:
@@ -207,7 +208,7 @@ def default_prompts(per_domain: int) -> list[dict]:
     """The held-out demo prompts (assets/prompts), then more held-out prompts from spec.prompts."""
     from ..prompts import build_sets, load_prompts
 
-    assets = Path(__file__).resolve().parent.parent / "assets" / "prompts"
+    assets = Path(__file__).resolve().parents[2] / "assets" / "prompts"
     out = []
     for domain in ("chat", "code", "math"):
         pool = load_prompts(assets / f"{domain}.jsonl") if (assets / f"{domain}.jsonl").exists() else []

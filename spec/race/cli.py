@@ -12,16 +12,17 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import SpecError
+from ..errors import SpecError, flag
 from ..loop.slots import slot_table
-from ..presets import pocket_name
+from ..presets import add_model_flags, pocket_name
 from ..progress import Console
 from ..report import race_markdown, results_table
 from . import run as race
 from .arena import load_preset_arena
 from .file import race_record, read_race
 from .repeat import Repeated, repeat_count, repeat_race, repeated
-from .run import RaceSettings, replay
+from .run import replay
+from .settings import PARSE, RENAMED, RaceSettings, defaults
 
 
 def side_by_side(texts: dict[str, str], width: int = 40) -> str:
@@ -44,10 +45,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--load", metavar="FILE", help="open a saved race (the app's JSON download, or --save's file): "
                     "no model is loaded")
     ap.add_argument("--save", metavar="FILE", help="write the race to FILE, for the app's Open or --load")
-    ap.add_argument("--preset", default="pocket")
-    ap.add_argument("--target")
-    ap.add_argument("--dspark")
-    ap.add_argument("--dflash")
+    add_model_flags(ap)
     ap.add_argument("--repeat", default="1", metavar="N", help="race the prompt 1, 3 or 5 times in turn: each "
                     "lane's speedups, their median and spread, places by the medians (ties within the spread)")
     ap.add_argument("--json", action="store_true", help="print the results table as JSON")
@@ -55,13 +53,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--replay", type=float, default=0.0, metavar="SPEED",
                     help="then replay the race at its measured speed (1 = as fast as the engines ran, 2 = twice as "
                          "fast): each lane's rounds printed when its own engine time reached them")
-    for f in RaceSettings.__dataclass_fields__.values():
-        flag = f.name.replace("_", "-")
-        if isinstance(f.default, bool):  # on by default: --no-<name> turns it off
-            ap.add_argument(("--no-" if f.default else "--") + flag, dest=f.name,
-                            action="store_false" if f.default else "store_true")
-        else:  # a setting whose default is None (tree: the engine's default) takes a number
-            ap.add_argument("--" + flag, type=int if f.default is None else type(f.default), default=f.default)
+    for name, default in defaults().items():  # one flag a setting, named as the page's knob and the API's parameter
+        dashed = name.replace("_", "-")
+        if isinstance(default, bool):  # on by default: --no-<name> turns it off
+            ap.add_argument(("--no-" if default else "--") + dashed, dest=name,
+                            action="store_false" if default else "store_true")
+        else:
+            ap.add_argument("--" + dashed, type=flag(PARSE[name]) if name in PARSE else type(default), default=default)
+    for old, new in RENAMED.items():  # the old flags still work, with a deprecation line
+        ap.add_argument("--" + old.replace("_", "-"), dest=old, type=flag(PARSE[new]), default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     try:
         a.repeat = repeat_count(a.repeat)
@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
 def run_here(a: argparse.Namespace) -> tuple[list, dict, Repeated | None]:
     """Race on this machine (--repeat times in turn); (the last race's events, the race file's header, the
     repeat's summary or None for one race)."""
-    settings = RaceSettings(**{k: getattr(a, k) for k in RaceSettings.__dataclass_fields__})
+    settings = RaceSettings.from_dict({k: getattr(a, k) for k in (*defaults(), *RENAMED) if getattr(a, k) is not None})
     arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash, progress=Console())
     try:
         events, finishes = [], []

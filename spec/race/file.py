@@ -18,7 +18,8 @@ from typing import Any
 from ..errors import SpecError
 from ..loop.results import GenResult, Round
 from .outcome import TIE_FLOOR, Outcome
-from .run import Meter, RaceEvent, RaceSettings, lane_notes
+from .run import Meter, RaceEvent, lane_notes
+from .settings import RaceSettings
 
 VERSION = 4  # "spec_arena_results" of the app's downloads; files from version 4 on carry their events
 PACKAGES = ("spec-arena", "mlx", "mlx-lm", "gradio")
@@ -44,7 +45,7 @@ def race_record(events: list[RaceEvent], prompt: str, models: dict[str, str],
     start = next((e for e in events if e.kind == "start"), None)
     return {"spec_arena_results": VERSION, "timestamp": when.isoformat(timespec="seconds"),
             "machine": machine_line(), "versions": versions(), "prompt": prompt, "models": models,
-            "settings": asdict(start.settings) if start and start.settings else None, "tie_floor": TIE_FLOOR,
+            "settings": start.settings.as_dict() if start and start.settings else None, "tie_floor": TIE_FLOOR,
             "events": [event_record(e) for e in events]}
 
 
@@ -84,10 +85,10 @@ def read_race(source: str | Path | dict) -> tuple[list[RaceEvent], dict]:
         raise SpecError(f"this race file (format {doc['spec_arena_results']}) holds no events to replay: only files "
                         f"downloaded from format {VERSION} on can be opened")
     try:
-        settings = RaceSettings(**(doc.get("settings") or {}))
+        settings = RaceSettings.from_dict(doc.get("settings") or {})
         events = rebuild(doc["events"])
         events[0].settings, final = settings, events[-1]
-        final.outcome = Outcome.of(final.results, settings.temperature > 0, settings.dspark_threshold,
+        final.outcome = Outcome.of(final.results, settings.sampling.temperature > 0, settings.dspark_threshold,
                                    lane_notes(settings), floor=float(doc.get("tie_floor", TIE_FLOOR)))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise SpecError(f"the race file is damaged ({type(e).__name__}: {e})") from None

@@ -22,29 +22,9 @@ from ..loop.confidence import ConfidenceCheck
 from ..loop.engine import Engine, GenResult, Round
 from ..loop.prefill import Prefill
 from ..loop.slots import SlotCounts
-from ..loop.verify import Sampling
 from ..target import Target
 from .outcome import Outcome
-
-
-@dataclass(frozen=True)
-class RaceSettings:
-    max_new_tokens: int = 128
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 0
-    seed: int = 0
-    dspark_cap: int | str = "auto"  # "auto": chosen per round (spec.autodraft); 0 = the head's block
-    dspark_threshold: float = 0.0
-    dspark_markov: bool = True  # off: DSpark drafts its slots in parallel, without its Markov head (an ablation)
-    dflash_len: int | str = "auto"  # "auto": chosen per round; 0 = the full block
-    baseline: bool = True
-    thinking: bool = False  # the chat template's enable_thinking (Qwen3's <think>)
-    tree: int | None = None  # drafts per round a tree may hold (0: chains; None: the engine's default, spec.engine)
-
-    @property
-    def sampling(self) -> Sampling:
-        return Sampling(self.temperature, self.top_p, self.top_k, self.seed)
+from .settings import RaceSettings
 
 
 @dataclass
@@ -129,7 +109,7 @@ def verdict(result: GenResult, baseline: GenResult | None, settings: RaceSetting
     """The text checked against the plain lane's, token by token (up to where the first of the two
     stopped). At T = 0 that is the lossless check against greedy; at T > 0 both are exact samples of
     the target's distribution (by construction), so a difference says they are different draws."""
-    sampled = settings.temperature > 0
+    sampled = settings.sampling.temperature > 0
     if baseline is None:
         return ("exact in distribution by construction (not compared: baseline off)" if sampled
                 else "not checked (baseline off)")
@@ -171,11 +151,11 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     s = settings.sampling
     engines: dict[str, Engine] = {}
     if "dspark" in heads:
-        engines["dspark"] = build_engine(target, heads["dspark"], settings.dspark_cap, sampling=s, name="dspark",
+        engines["dspark"] = build_engine(target, heads["dspark"], settings.dspark_max_draft, sampling=s, name="dspark",
                                          confidence_threshold=settings.dspark_threshold, tree=settings.tree,
                                          markov=settings.dspark_markov)
     if "dflash" in heads:
-        engines["dflash"] = build_engine(target, heads["dflash"], settings.dflash_len, sampling=s, name="dflash",
+        engines["dflash"] = build_engine(target, heads["dflash"], settings.dflash_max_draft, sampling=s, name="dflash",
                                          tree=settings.tree)
     if settings.baseline:
         engines["greedy"] = Engine(target, None, sampling=s, name="greedy")
@@ -185,7 +165,7 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     gens = {name: e.start(ids, settings.max_new_tokens) for name, e in engines.items()}  # validates first
     meters = {name: Meter() for name in gens}
     t0 = time.perf_counter()
-    yield RaceEvent("start", prompt_tokens=len(ids), temperature=settings.temperature, settings=settings)
+    yield RaceEvent("start", prompt_tokens=len(ids), temperature=settings.sampling.temperature, settings=settings)
     live, last = list(gens), None
     pre = (yield from shared_prefill(target, engines, ids, stop, t0)) if share_prefill else None
     if pre is not None:
@@ -218,7 +198,7 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     verdicts = {n: verdict(r, base, settings) for n, r in results.items() if n != "greedy"}
     yield RaceEvent("finish", results=results, verdicts=verdicts, wall=time.perf_counter() - t0,
                     clock=race_clock(meters, []),
-                    outcome=Outcome.of(results, settings.temperature > 0, settings.dspark_threshold,
+                    outcome=Outcome.of(results, settings.sampling.temperature > 0, settings.dspark_threshold,
                                        lane_notes(settings)))
 
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import write_json
+from .settings import upgraded
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "assets" / "bench" / "auto-quiet"  # the README's table: the shipped measurement
 HEADS = {"DSpark": ("DSpark auto", "DSpark"), "DFlash": ("DFlash auto", "DFlash")}  # bench rows, sweep rows
 GREEDY = ("greedy (ours)", "greedy")
@@ -144,8 +145,8 @@ def sweep_story(models: dict[str, str]) -> Story | None:
         table = pd.DataFrame(doc["table"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    s = doc.get("settings") or {}
-    lengths = {s.get("dspark_cap"), s.get("dflash_len")}
+    s = upgraded(doc.get("settings") or {})
+    lengths = {s.get("dspark_max_draft"), s.get("dflash_max_draft")}
     label = "auto" if lengths == {"auto"} else "as raced"
     prompts = doc.get("prompts", [])
     n, each = len(prompts), min(Counter(q.get("domain") for q in prompts).values(), default=0)
@@ -158,8 +159,8 @@ def sweep_story(models: dict[str, str]) -> Story | None:
             small += (f", shown to you only: other visitors and a reload see the shipped table "
                       f"({shipped_per_domain()} prompts per domain)")
     source = (f"your last domain sweep on this machine, {when} UTC ({n} prompts, {s.get('max_new_tokens', '?')} "
-              f"new tokens each, T = {s.get('temperature', '?')}; draft lengths {s.get('dspark_cap', '?')} / "
-              f"{s.get('dflash_len', '?')}{small})")
+              f"new tokens each, T = {s.get('temperature', '?')}; draft lengths {s.get('dspark_max_draft', '?')} / "
+              f"{s.get('dflash_max_draft', '?')}{small})")
     out = story_of(table, shipped_spreads(), source, label)
     out.per_domain = each
     return out

@@ -14,7 +14,8 @@ from typing import Any, Callable, Iterator
 from ..errors import SpecError
 from ..loop.engine import GenResult
 from ..loop.slots import as_columns
-from .run import RaceEvent, RaceSettings
+from .run import RaceEvent
+from .settings import RaceSettings
 
 METHODS = {"dspark": "DSpark", "dflash": "DFlash", "greedy": "greedy"}  # sweep rows' method names
 DOMAINS = ("chat", "code", "math")

@@ -11,7 +11,8 @@ import pytest
 import shrunk
 
 from spec.loop.engine import Engine
-from spec.race.run import RaceSettings, run_race
+from spec.race.run import run_race
+from spec.race.settings import RaceSettings
 
 QWEN, GEMMA = shrunk.TARGETS[:2]
 PROMPT = "Why is the sky blue?"
