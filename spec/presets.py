@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from . import pocket
 from .errors import SpecError
 from .progress import Progress, quiet
 
@@ -64,7 +65,6 @@ def resolve(ref: str, kind: str, progress: Progress = quiet) -> str:
     """A hub id or folder as is; the pocket placeholder becomes the local folder it stands for."""
     if ref != POCKET:
         return ref
-    from . import pocket
 
     if kind == "target":
         return str(pocket.pocket_target_dir(progress=progress))

@@ -11,7 +11,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .cpu import blas_info
+from .cpu import blas_info, cpu_name
+from .loop.slots import by_method_and_domain, shares_text
 from .race.outcome import Outcome
 from .race.repeat import shown_outcome
 from .race.settings import upgraded
@@ -63,8 +64,6 @@ def race_markdown(final: Any, header: dict, repeat: Any = None) -> str:
     head's per-slot shares, the settings, models, machine and versions it ran with (header: the race
     file's, spec.race_file.race_record). `repeat` (spec.repeat.Repeated, its last race `final`): its
     headline, and its medians and each race's speedups in the table."""
-    from .loop.slots import shares_text
-
     out, each = shown_outcome(final.outcome, repeat)
     title = f"Spec Arena, one prompt raced {repeat.races} times" if each is not None else "Spec Arena race"
     prompt = " ".join(str(header.get("prompt", "")).split())
@@ -129,8 +128,6 @@ def to_markdown(df: Any) -> str:
 
 
 def machine_line() -> str:
-    from .cpu import cpu_name
-
     cpu = cpu_name()
     try:
         from importlib.metadata import version
@@ -218,8 +215,6 @@ def length_mix(runs: "Any") -> str:
 
 def slot_lines(runs: "Any") -> str:
     """For each drafting method and domain: each slot's landed share and counts, summed over its prompts."""
-    from .loop.slots import by_method_and_domain, shares_text
-
     lines = [f"- {method}, {domain}: {shares_text(rows)}"
              for (method, domain), rows in by_method_and_domain(runs).items()]
     return "\n".join(lines) + "\n" if lines else ""

@@ -19,6 +19,8 @@ from typing import Any, Callable
 import mlx.core as mx
 
 from ..atomic import write_json
+from ..cpu import blas_info, cpu_name
+from ..pocket import cache_root
 from ..progress import Progress, quiet
 from .autodraft import RANKS, Acceptance, Costs
 from .engine import Engine, draft_length
@@ -196,8 +198,6 @@ def monotone(values: list[float], rising: bool) -> list[float]:
 
 def calibration_key(target: Any, head: Any) -> str:
     """What the costs depend on: the target, the head, the machine, MLX and the BLAS."""
-    from ..cpu import blas_info, cpu_name
-
     cpu = cpu_name()
     facts = {"version": VERSION, "target": target.name, "target_config": target.config,
              "head": head.config.raw, "draft_vocab": None if head.draft_ids is None else len(head.draft_ids),
@@ -209,8 +209,6 @@ def calibration_key(target: Any, head: Any) -> str:
 def calibration_dir() -> Path:
     """Where measured costs are kept: $SPEC_ARENA_CALIBRATION, else calibration/ in the model cache.
     (The test suite points it at a temporary folder: its random models would pile up there.)"""
-    from ..pocket import cache_root
-
     env = os.environ.get("SPEC_ARENA_CALIBRATION")
     return Path(env).expanduser() if env else cache_root() / "calibration"
 

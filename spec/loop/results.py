@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .confidence import ConfidenceCheck
+from .slots import slot_counts
+
 
 @dataclass
 class Round:
@@ -59,14 +62,10 @@ class GenResult:
     @property
     def positions(self) -> list[dict[str, int]]:
         """Per draft slot: rounds that reached it and rounds that landed it (spec.slots)."""
-        from .slots import slot_counts
-
         return slot_counts(self.levels)
 
     def confidence(self, used: float = 0.0) -> dict | None:
         """DSpark's confidence head against what landed (spec.confidence); None without estimates."""
-        from .confidence import ConfidenceCheck
-
         check = ConfidenceCheck()
         for est, k, n in zip(self.estimates, self.drafted, self.accept_lengths):
             check.add(est, k, n - 1)  # only chain rounds carry estimates

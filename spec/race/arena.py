@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import SpecError
+from ..heads.registry import load_dflash, load_dspark
 from ..loop.calibrate import costs_for
+from ..presets import PRESETS, get_preset, resolve
 from ..progress import Progress, quiet
-from ..target import Target
+from ..prompts import build_sets, load_prompts
+from ..target import Target, load_target
 from .run import RaceEvent, run_race
 from .settings import RaceSettings
 
@@ -152,10 +155,6 @@ def load_preset_arena(preset: str = "pocket", target: str | None = None, dspark:
     target converted and each head's `auto` costs measured on a first start (reported to `progress`)."""
 
     def loader() -> tuple[Target, dict[str, Any], dict[str, str]]:
-        from ..heads.registry import load_dflash, load_dspark
-        from ..presets import PRESETS, get_preset, resolve
-        from ..target import load_target
-
         p = get_preset(preset) if (target is None or preset in PRESETS) else None
         t_ref = target or resolve(p.target, "target", progress)
         progress("loading the target", 0.0)
@@ -174,7 +173,6 @@ def load_preset_arena(preset: str = "pocket", target: str | None = None, dspark:
                 costs_for(t, heads[kind], "auto", progress)  # auto's costs, measured once per machine
         return t, heads, info
 
-    from ..presets import PRESETS
 
     arena = Arena(loader)
     if target is None and preset in PRESETS:  # heads the preset has none of, and not given here
@@ -194,8 +192,6 @@ def head_error(kind: str, ref: str, e: Exception) -> str:
 def on_arena(a: argparse.Namespace, work: Any) -> tuple[list[dict], Any]:
     """The prompts (--prompts, or the held-out ones) and work(arena, prompts) on the arena of --preset or
     the given target and heads, closed afterwards."""
-    from ..prompts import load_prompts
-
     prompts = load_prompts(Path(a.prompts)) if a.prompts else default_prompts(a.per_domain)
     arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash)
     try:
@@ -206,8 +202,6 @@ def on_arena(a: argparse.Namespace, work: Any) -> tuple[list[dict], Any]:
 
 def default_prompts(per_domain: int) -> list[dict]:
     """The held-out demo prompts (assets/prompts), then more held-out prompts from spec.prompts."""
-    from ..prompts import build_sets, load_prompts
-
     assets = Path(__file__).resolve().parents[2] / "assets" / "prompts"
     out = []
     for domain in ("chat", "code", "math"):

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..loop.results import GenResult, Round
+from ..report import machine_line
 from .outcome import TIE_FLOOR, Outcome
 from .run import Meter, RaceEvent, lane_notes
 from .settings import RaceSettings
@@ -39,8 +40,6 @@ def versions() -> dict[str, str]:
 def race_record(events: list[RaceEvent], prompt: str, models: dict[str, str],
                 when: datetime | None = None) -> dict:
     """The race as a JSON-ready dict: header (time, machine, versions, prompt, models, settings) and events."""
-    from ..report import machine_line
-
     when = when or datetime.now(timezone.utc)
     start = next((e for e in events if e.kind == "start"), None)
     return {"spec_arena_results": VERSION, "timestamp": when.isoformat(timespec="seconds"),

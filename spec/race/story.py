@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import write_json
+from ..pocket import cache_root
 from .settings import upgraded
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,8 +122,6 @@ def shipped_per_domain(folder: Path = SHIPPED) -> int:
 def sweep_file(models: dict[str, str]) -> Path:
     """Where the last finished sweep of these models is kept: sweeps/ in the model cache, one file per
     target and heads (a sweep of other models tells nothing about these)."""
-    from ..pocket import cache_root
-
     key = hashlib.sha256(json.dumps(models, sort_keys=True).encode()).hexdigest()[:16]
     return cache_root() / "sweeps" / f"last-{key}.json"
 

@@ -24,6 +24,7 @@ import mlx.nn as nn
 import mlx.optimizers as optim
 import numpy as np
 from mlx.utils import tree_flatten, tree_unflatten
+from tqdm import tqdm
 
 from ..errors import SpecError
 from ..heads.backbone import block_embed_ids, default_taps, training_mask
@@ -33,6 +34,9 @@ from ..heads.init import head_config, init_from_target, new_head, trainable
 from ..heads.registry import load_dflash, load_dspark
 from ..heads.vocab import DraftVocab
 from ..loop.calibrate import build_engine
+from ..presets import PRESETS, get_preset, resolve
+from ..prompts import build_sets
+from ..report import to_markdown
 from ..target import Target, load_target, softcapped
 from .distill import SOFT_K, Sequence_, build_data, load_data
 
@@ -198,21 +202,12 @@ def fit(target: Target, data: list[Sequence_], out: Path, s: TrainSettings, conf
     """Train (resuming from out/checkpoint if present) and export to out/head.
 
     until: stop after this step (the schedule still spans s.steps): a time-boxed or interrupted run."""
-    from tqdm import tqdm
-
     head = trainable(new_head(target, config, s.seed))
     if s.init == "target":
         init_from_target(head, target)  # a resumed run loads its checkpoint over this
     opt = optim.AdamW(learning_rate=schedule(s), weight_decay=s.weight_decay)
-    ckpt, step, log = out / "checkpoint", 0, []
-    if (ckpt / "state.json").exists():
-        state = json.loads((ckpt / "state.json").read_text())
-        if state["config"] != config:
-            raise SpecError(f"{ckpt} was made with another head config; use another --out")
-        head.load_weights(list(mx.load(str(ckpt / "weights.safetensors")).items()), strict=False)
-        opt.init(head.trainable_parameters())
-        opt.state = tree_unflatten(list(mx.load(str(ckpt / "optimizer.safetensors")).items()))
-        step, log = state["step"], state["log"]
+    ckpt = out / "checkpoint"
+    step, log = resume(ckpt, head, opt, config)
     head.draft_ids = answer_vocab(data) if s.answer_vocab else None
     vocab = DraftVocab.of(head, head.draft_ids) if s.answer_vocab else None
     if s.soft and any(q.soft_ids is None for q in data):
@@ -224,26 +219,8 @@ def fit(target: Target, data: list[Sequence_], out: Path, s: TrainSettings, conf
     ema: dict[str, float] = {}
     while step < min(s.steps, until or s.steps):
         rng = np.random.default_rng([s.seed, step])  # a resumed run draws the same batches
-        grads_acc, stats_acc, parts = None, [], 0
-        for i in rng.choice(len(data), size=s.seqs_per_step, replace=False):
-            seq = data[int(i)]
-            anchors = sample_anchors(rng, seq, s.anchors)
-            if len(anchors) == 0:
-                continue
-            soft = (mx.array(seq.soft_ids), mx.array(seq.soft_logp)) if s.soft else ()
-            (loss, stats), grads = loss_and_grad(mx.array(seq.ids), mx.array(seq.taps), mx.array(anchors), *soft)
-            grads_acc = grads if grads_acc is None else tree_map_add(grads_acc, grads)
-            stats_acc.append((loss, stats["tau"]))
-            parts += 1
-        if parts:
-            grads_acc = tree_map_scale(grads_acc, 1.0 / parts)
-            grads_acc, _ = optim.clip_grad_norm(grads_acc, s.clip)
-            opt.update(head, grads_acc)
-            mx.eval(head.parameters(), opt.state)
-            loss_v = float(sum(l.item() for l, _ in stats_acc) / parts)
-            tau_v = float(sum(t.item() for _, t in stats_acc) / parts)
-            for k, v in (("loss", loss_v), ("tau", tau_v)):
-                ema[k] = v if k not in ema else 0.98 * ema[k] + 0.02 * v
+        for k, v in step_on(head, opt, loss_and_grad, data, rng, s).items():
+            ema[k] = v if k not in ema else 0.98 * ema[k] + 0.02 * v
         step += 1
         bar.update(1)
         bar.set_postfix(loss=f"{ema.get('loss', 0):.3f}", accept=f"{ema.get('tau', 0):.2f}")
@@ -258,6 +235,41 @@ def fit(target: Target, data: list[Sequence_], out: Path, s: TrainSettings, conf
             save_checkpoint(ckpt, head, opt, step, log, s, config)
     bar.close()
     return export_head(head, config, out / "head")
+
+def resume(ckpt: Path, head: Any, opt: Any, config: dict) -> tuple[int, list]:
+    """(step, log) of the checkpoint in `ckpt`, its weights and optimizer state loaded; (0, []) if none."""
+    if not (ckpt / "state.json").exists():
+        return 0, []
+    state = json.loads((ckpt / "state.json").read_text())
+    if state["config"] != config:
+        raise SpecError(f"{ckpt} was made with another head config; use another --out")
+    head.load_weights(list(mx.load(str(ckpt / "weights.safetensors")).items()), strict=False)
+    opt.init(head.trainable_parameters())
+    opt.state = tree_unflatten(list(mx.load(str(ckpt / "optimizer.safetensors")).items()))
+    return state["step"], state["log"]
+
+
+def step_on(head: Any, opt: Any, loss_and_grad: Any, data: list[Sequence_], rng: Any, s: TrainSettings) -> dict:
+    """One optimizer step over s.seqs_per_step sequences (gradients averaged, clipped); its mean loss and
+    training accept length ({} when no sequence had an anchor)."""
+    grads_acc, stats_acc = None, []
+    for i in rng.choice(len(data), size=s.seqs_per_step, replace=False):
+        seq = data[int(i)]
+        anchors = sample_anchors(rng, seq, s.anchors)
+        if len(anchors) == 0:
+            continue
+        soft = (mx.array(seq.soft_ids), mx.array(seq.soft_logp)) if s.soft else ()
+        (loss, stats), grads = loss_and_grad(mx.array(seq.ids), mx.array(seq.taps), mx.array(anchors), *soft)
+        grads_acc = grads if grads_acc is None else tree_map_add(grads_acc, grads)
+        stats_acc.append((loss, stats["tau"]))
+    if not stats_acc:
+        return {}
+    grads_acc, _ = optim.clip_grad_norm(tree_map_scale(grads_acc, 1.0 / len(stats_acc)), s.clip)
+    opt.update(head, grads_acc)
+    mx.eval(head.parameters(), opt.state)
+    return {"loss": float(sum(l.item() for l, _ in stats_acc) / len(stats_acc)),
+            "tau": float(sum(t.item() for _, t in stats_acc) / len(stats_acc))}
+
 
 
 def accept_curve(runs: Sequence[Path]) -> "Any":
@@ -287,7 +299,6 @@ def write_curve(curve: "Any", out: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..report import to_markdown
 
     out.mkdir(parents=True, exist_ok=True)
     wide = curve.assign(col=curve["kind"].map({"dflash": "DFlash", "dspark": "DSpark"}) + " " + curve["domain"])
@@ -316,10 +327,12 @@ def tree_map_scale(a, f: float):
     return tree_map(lambda x: x * f, a)
 
 
-def main(argv: list[str]) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m spec train", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--target", default="pocket", help="hub id, folder, or 'pocket'")
+    ap.add_argument("--preset", default="pocket", help=f"whose target to train for: {', '.join(PRESETS)}")
+    ap.add_argument("--target", default=None, help="target hub id or folder (replaces the preset's; 'pocket' reads "
+                                                   "as the pocket preset's)")
     ap.add_argument("--kind", choices=["dflash", "dspark"])
     ap.add_argument("--out", type=Path, help="run folder: checkpoint/, head/, log (with --curve: where to write)")
     ap.add_argument("--data", type=Path, default=None, help="distillation cache (default: <out>/../data)")
@@ -345,6 +358,11 @@ def main(argv: list[str]) -> int:
                     help="slot k's loss weight is exp(-k/gamma) (default: DFlash 7, DSpark 4)")
     ap.add_argument("--curve", type=Path, nargs="+", metavar="RUN",
                     help="instead of training: write the held-out accept curve of these run folders to --out")
+    return ap
+
+
+def main(argv: list[str]) -> int:
+    ap = parser()
     a = ap.parse_args(argv)
     if a.out is None or (a.kind is None and not a.curve):
         ap.error("--out is required, and --kind unless --curve is given")
@@ -353,14 +371,17 @@ def main(argv: list[str]) -> int:
         paths = write_curve(curve, a.out)
         print(paths[0].read_text() + "written: " + ", ".join(map(str, paths)))
         return 0
+    return train(a)
 
+
+def train(a: argparse.Namespace) -> int:
+    """The distillation data (built once, cached), then the fit, then the shipped copy if asked."""
     s = TrainSettings(kind=a.kind, steps=a.steps, lr=a.lr, gamma=a.gamma, seqs_per_step=a.seqs_per_step,
                       anchors=a.anchors, ckpt_every=a.ckpt_every, eval_every=a.eval_every,
                       eval_prompts=a.eval_prompts, seed=a.seed, soft=a.soft, init=a.init)  # bad settings fail before any work
-    from ..presets import resolve
-    from ..prompts import build_sets
 
-    target = load_target(resolve(a.target, "target") if a.target == "pocket" else a.target)
+    ref = a.target if a.target not in (None, "pocket") else get_preset(a.target or a.preset).target
+    target = load_target(resolve(ref, "target"))
     taps = [int(x) for x in a.taps.split(",")] if a.taps else default_taps(target.num_layers)
     config = head_config(target, a.kind, layers=a.layers, block_size=a.block_size, taps=taps,
                          mask_token_id=a.mask_token_id, markov_rank=a.markov_rank)
