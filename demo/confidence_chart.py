@@ -1,7 +1,7 @@
-"""DSpark's confidence head, checked (spec.confidence): a reliability picture (per estimate bin, the share
+"""DSpark's confidence head, checked (spec.loop.confidence): a reliability picture (per estimate bin, the share
 of the slots it covered that landed, against the diagonal a reliable head would follow; the count under
 each bar) and what the threshold slider would do at each value (verify rows saved, landed drafts lost).
-Only drawn here: the numbers come from spec.confidence."""
+Only drawn here: the numbers come from spec.loop.confidence."""
 
 from __future__ import annotations
 

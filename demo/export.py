@@ -1,5 +1,5 @@
 """The race's downloads: a CSV of the table and a JSON that another person opens in the app and sees the
-same race (spec.race_file: its events, machine, versions and settings), with the table and each lane's
+same race (spec.race.file: its events, machine, versions and settings), with the table and each lane's
 per-round lists beside them for study; the models by name (never a server folder), under file names
 unique to the race."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 
 def results_doc(view: Any, record: dict) -> dict:
-    """Everything the JSON download holds: the race file (spec.race_file.race_record) and, beside its events,
+    """Everything the JSON download holds: the race file (spec.race.file.race_record) and, beside its events,
     the table and each lane's per-round lists for study."""
     rounds = {}
     for name, records in view.rounds.items():

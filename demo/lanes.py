@@ -43,7 +43,7 @@ class Lane:
         self.meter: Any = None
         self.verdict = ""
         self.done = False
-        self.outcome: Any = None  # spec.outcome.LaneOutcome once the race is over: the numbers its card shows
+        self.outcome: Any = None  # spec.race.outcome.LaneOutcome once the race is over: the numbers its card shows
         self.note = ""  # how this lane runs unlike its usual self ("Markov off"), said on its card
         self.races = ""  # a finished repeat: its speedups' range ("3 races: ×1.28–1.35"), a badge on its card
 
@@ -80,7 +80,7 @@ def verdict_badge(v: str) -> str:
 def meters_html(name: str, lane: Lane | None, speedup: float | None, absent: str = "") -> str:
     """The lane's card: accept length, tok/s and the speedup over the plain lane (end to end: tokens per
     engine second, prefill included), tokens, and its engine seconds (the race clock it has reached).
-    Once the race is over every number is the race's outcome (spec.outcome): its place (shared in a
+    Once the race is over every number is the race's outcome (spec.race.outcome): its place (shared in a
     tie), how it ended (finished, cut, stopped). A lane not in the race says why (`absent`)."""
     label = lane_label(name, lane is not None and lane.sampled)
     head = (f'<div class="lane-head"><span class="dot {name}"></span><span class="lane-name">{label}</span>'

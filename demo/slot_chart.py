@@ -1,8 +1,8 @@
 """The per-slot chart: for draft slot i, how often each head's slot i lands once every slot before it did
-(spec.slots), both heads side by side, and under the bars how many rounds reached the slot. This is where
+(spec.loop.slots), both heads side by side, and under the bars how many rounds reached the slot. This is where
 the heads differ: a block drafted in one pass keeps landing deep, a left-to-right head lands its first
 slots. An inline SVG that scales to the page's width (a phone's too); each bar's tooltip gives its counts.
-Only drawn here: the counts come from spec.slots."""
+Only drawn here: the counts come from spec.loop.slots."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The status line above the lanes (HTML only). While racing: the race clock (engine seconds) next to the
 wall clock, and a strip of each lane's progress that stays in view (sticky) while the page scrolls.
 Finished: the outcome's headline, the places with finish times, the lossless verdicts; every number
-comes from spec.outcome, so a replay, which carries the same outcome, shows the same line."""
+comes from spec.race.outcome, so a replay, which carries the same outcome, shows the same line."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from demo.lanes import LANES, esc, lane_label, verdict_badge
 
 LONG_PROMPT = 1000  # prompt tokens whose prefill is said to take a while before any speed is measured
-STOPPED_ORDER = "Ahead when stopped, by tokens per engine second"  # a stopped race's order (spec.outcome)
+STOPPED_ORDER = "Ahead when stopped, by tokens per engine second"  # a stopped race's order (spec.race.outcome)
 
 
 def clocks(view: Any) -> str:
@@ -113,7 +113,7 @@ def same_rounds_html(rep: Any) -> str:
 def order_html(outcome: Any, median: bool = False) -> str:
     """The places, fastest first, each lane with its finish time on the race clock ("=" joins a tie).
     When the lanes wrote different lengths (T > 0, or a stopped race), speed ranks them, so each shows its
-    tokens too. `median`: a repeat's median outcome (spec.repeat), said so."""
+    tokens too. `median`: a repeat's median outcome (spec.race.repeat), said so."""
     lanes = outcome.order
     if not lanes:
         return ""

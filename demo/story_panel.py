@@ -1,4 +1,4 @@
-"""Who wins where, before any race (spec.story): the last sweep run here, or the shipped head-to-head, as one
+"""Who wins where, before any race (spec.race.story): the last sweep run here, or the shipped head-to-head, as one
 line per domain, labelled with the machine and date it was measured on. Only drawn here."""
 
 from __future__ import annotations

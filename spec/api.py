@@ -33,7 +33,7 @@ def speculative_generate(target: Target, drafter: DSparkDraftModel | DFlashDraft
                          thinking: bool = False, tree: int | str = "auto",
                          on_round: Callable[[Round], None] | None = None) -> GenResult:
     """Lossless speculative decoding with either head. max_draft 0 = the head's whole block, "auto" =
-    chosen every round from measured costs and the acceptance so far (spec.autodraft);
+    chosen every round from measured costs and the acceptance so far (spec.loop.autodraft);
     thinking: the chat template's enable_thinking (Qwen3's <think>), off by default;
     tree: verify at most this many drafts as a tree, max_draft deep (0 = chains; "auto": trees up to the
     head's block when max_draft is "auto", chains at a fixed length; spec.loop.tree)."""

@@ -398,7 +398,7 @@ def _build_atomically(final: Path, src: Path, build: Any) -> Path:
 
 # -- our trained heads ------------------------------------------------------------------------------
 HEADS = Path(__file__).resolve().parent.parent / "assets" / "pocket"
-DRAFT_VOCAB = "draft_vocab.json"  # spec.vocab.FILE (importing spec.vocab would load MLX)
+DRAFT_VOCAB = "draft_vocab.json"  # spec.heads.vocab.FILE (importing spec.heads.vocab would load MLX)
 VOCAB_COPIES = {"embed_tokens.weight": "model.embed_tokens.weight", "lm_head.weight": "model.embed_tokens.weight"}
 
 

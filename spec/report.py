@@ -22,7 +22,7 @@ from .race.sweep import grid
 def results_table(outcome: Outcome, verdicts: dict[str, str], each: dict[str, list] | None = None) -> "Any":
     """One row per engine (pandas), fastest first: place, the one speedup (end to end), accept length,
     tokens, finish time, status, the lossless check; decode-only figures as labelled details. `each`: a
-    repeat's speedups per lane (spec.repeat), as a column beside the speedup (then their median)."""
+    repeat's speedups per lane (spec.race.repeat), as a column beside the speedup (then their median)."""
     import pandas as pd
 
     rows = []
@@ -62,7 +62,7 @@ def shown(table: Any) -> Any:
 def race_markdown(final: Any, header: dict, repeat: Any = None) -> str:
     """A finished race as Markdown for a chat or an issue: the headline, the table, the verdicts, each
     head's per-slot shares, the settings, models, machine and versions it ran with (header: the race
-    file's, spec.race_file.race_record). `repeat` (spec.repeat.Repeated, its last race `final`): its
+    file's, spec.race.file.race_record). `repeat` (spec.race.repeat.Repeated, its last race `final`): its
     headline, and its medians and each race's speedups in the table."""
     out, each = shown_outcome(final.outcome, repeat)
     title = f"Spec Arena, one prompt raced {repeat.races} times" if each is not None else "Spec Arena race"
@@ -91,7 +91,7 @@ def pairs_words(pairs: dict | None) -> str:
 
 
 def settings_words(settings: dict) -> str:
-    """A race's settings (spec.race.RaceSettings as a dict) in a few words, as the page and Markdown say them."""
+    """A race's settings (spec.race.run.RaceSettings as a dict) in a few words, as the page and Markdown say them."""
     if not settings:
         return "not recorded"
     s = upgraded(settings)

@@ -3,7 +3,7 @@
 We walk the model's own decoder layers instead of re-implementing them, so every family that
 mlx-lm supports with the usual `model.layers / embed_tokens / norm` layout works: dense (llama,
 qwen2, qwen3, ...), mixture-of-experts (qwen3_moe, gpt_oss, ...) and hybrids whose recurrent layers
-can be rolled back (qwen3_5, qwen3_next, lfm2: see spec.caches). Gemma-4 gets its own walk (scaled
+can be rolled back (qwen3_5, qwen3_next, lfm2: see spec.loop.caches). Gemma-4 gets its own walk (scaled
 embedding, per-layer inputs, shared-KV layers, logit softcap). One loaded Target is shared by many
 engines; each engine owns its cache.
 """
@@ -192,7 +192,7 @@ class Target:
         return getattr(self.outer, "lm_head", None) or self.inner.embed_tokens
 
     def make_cache(self) -> list:
-        """One cache per layer that can take back a verify's rejected rows (spec.caches)."""
+        """One cache per layer that can take back a verify's rejected rows (spec.loop.caches)."""
         if self.is_gemma4:
             return self._gemma4_cache()
         return rollback_caches(make_prompt_cache(self.model))
@@ -206,7 +206,7 @@ class Target:
     def keep(self, cache: list, rows: list[int], verified: int) -> None:
         """Of the latest forward's `verified` rows keep `rows` (ascending, from 0): the cache then holds
         what feeding those rows alone would have left. A prefix is a trim; a tree's path is gathered
-        into place in K/V layers and kept by recurrent ones (spec.branches)."""
+        into place in K/V layers and kept by recurrent ones (spec.loop.tree_recurrent)."""
         prefix = rows == list(range(len(rows)))
         if prefix and not any(isinstance(c, RecurrentCache) and c.paths for c in cache):
             return self.trim(cache, verified - len(rows))
@@ -225,7 +225,7 @@ class Target:
     def check_trees(self) -> str:
         """Why this target cannot verify drafts as trees ("" when it can), checked once: every layer on
         a K/V cache, and a small tree's logits equal to feeding each of its paths alone (which also
-        catches a family that ropes without a module spec.positions can reach)."""
+        catches a family that ropes without a module spec.loop.tree_positions can reach)."""
         if self._trees is None:
             self._trees = tree_check(self)
         return self._trees
@@ -265,7 +265,7 @@ class Target:
         """One cache per layer, each layer's mask by its cache: causal for K/V, causal and windowed for a
         WindowKVCache, none for a recurrent layer (whose tape is recorded while it runs); a tree's rows
         see the context and their ancestors in (windowed) K/V layers and run path by path in recurrent
-        ones (spec.branches)."""
+        ones (spec.loop.tree_recurrent)."""
         n = h.shape[1]
         causal: Any = ...  # one causal mask for every K/V layer: made at the first one
         if tree is not None:

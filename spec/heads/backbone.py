@@ -198,7 +198,7 @@ def attention_mask(q_pos: mx.array, k_pos: mx.array, causal: bool, window: int |
 class Backbone(nn.Module):
     """fc + hidden_norm fusion of the taps, the draft layers, the final norm."""
 
-    draft_ids: np.ndarray | None = None  # a draft vocabulary (spec.vocab), applied when bound; an
+    draft_ids: np.ndarray | None = None  # a draft vocabulary (spec.heads.vocab), applied when bound; an
     # array, not a list: a list attribute would join the module's parameter tree
     draft_vocab: draft_vocab.DraftVocab | None = None  # None: draft over the whole vocabulary
 
@@ -313,7 +313,7 @@ class Backbone(nn.Module):
 
     def propose_tree(self, cache: list[KVCache], new_taps: mx.array | None, anchor: int, k: int, nodes: int,
                      sampling: Sampling, key: mx.array | None) -> DraftTree:
-        """At most `nodes` drafts as a tree at most k deep (spec.tree_draft)."""
+        """At most `nodes` drafts as a tree at most k deep (spec.loop.tree_draft)."""
         return tree_draft.propose_tree(self, cache, new_taps, anchor, k, nodes, sampling, key)
 
     def block_hidden(self, cache: list[KVCache], new_taps: mx.array | None, anchor: int) -> mx.array:

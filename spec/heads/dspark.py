@@ -76,7 +76,7 @@ class ConfidenceHead(nn.Module):
 
 
 class Estimates:
-    """The last propose's survival estimate of each drafted slot (lazy; spec.confidence checks them): a
+    """The last propose's survival estimate of each drafted slot (lazy; spec.loop.confidence checks them): a
     plain holder, so the array stays out of the head's parameter tree."""
 
     value: mx.array | None = None
@@ -195,5 +195,5 @@ class DSparkDraftModel(Backbone):
 
 def confident_prefix(survival: mx.array, threshold: float) -> int:
     """Drafts kept: those before the first slot whose own survival probability is below the threshold
-    (the rule the page replays on recorded estimates: spec.confidence.first_below)."""
+    (the rule the page replays on recorded estimates: spec.loop.confidence.first_below)."""
     return first_below(survival.tolist(), threshold)

@@ -6,7 +6,7 @@ markov_rank, the confidence head's switches) at the top level, the taps as
 `aux_hidden_state_layer_ids` (indices into Hugging Face's hidden_states, whose entry 0 is the
 embedding: our tap i is their i + 1, as speculators' own converter tests offset them), and a reduced
 draft vocabulary: `lm_head` and `markov_w2` hold only its rows, and `d2t` maps draft row j to target
-token j + d2t[j] (`t2d` is the same map as a mask). That is our draft vocabulary (spec.vocab) shipped
+token j + d2t[j] (`t2d` is the same map as a mask). That is our draft vocabulary (spec.heads.vocab) shipped
 already cut, so the head loads as a DSpark head whose output rows are its draft vocabulary's.
 
 speculators writes `transformer_layer_config` as a diff against transformers' Qwen3Config defaults
@@ -58,7 +58,7 @@ def translate(cfg: dict, who: str) -> dict:
 
 def draft_rows(weights: dict[str, mx.array], who: str) -> np.ndarray | None:
     """Take d2t / t2d out of `weights`; the target token of each draft row, rows reordered by it so the
-    ids ascend as spec.vocab keeps them. None for a head without a reduced vocabulary."""
+    ids ascend as spec.heads.vocab keeps them. None for a head without a reduced vocabulary."""
     d2t = weights.pop("d2t", None)
     weights.pop("t2d", None)
     if d2t is None:

@@ -2,7 +2,7 @@
 
 The output matrix is most of a small drafter's cost: for the pocket target a 49152 x 576 row costs as
 much as eight of its draft layers. Our heads are trained with the softmax over the answers' vocabulary
-(`spec.train`), so at inference they score the same rows (EAGLE-3 and FR-Spec shrink the draft
+(`spec.train.trainer`), so at inference they score the same rows (EAGLE-3 and FR-Spec shrink the draft
 vocabulary the same way). Still lossless: a token outside it is never drafted, and the verify rule
 only asks that q be a distribution; q over the subset, expanded with zeros, is one.
 

@@ -4,13 +4,13 @@ round cost, not acceptance.
 A round that verifies k drafts costs the target's forward over k + 1 rows plus the head's drafting for k;
 it commits 1 + a_1 + a_1 a_2 + ... tokens on average, where a_i is the chance draft i is accepted once
 the drafts before it were. The costs are measured once per target, head, machine, MLX and BLAS (a short
-calibration cached on disk: spec.calibrate); the acceptance is learned within each generation from what its verify
+calibration cached on disk: spec.loop.calibrate); the acceptance is learned within each generation from what its verify
 rounds and probes report, starting from a prior measured at calibration. Each round takes the k with the most
 expected tokens per millisecond, k = 0 being a plain target step (parking) when no draft length beats it;
 a parked generation lets the head draft in the shadow of its plain steps now and then and compares the
 drafts with what the target commits, so a head that starts paying is picked up again.
 
-Where the target can branch, a round may verify a tree instead (spec.tree): n drafts, the head's
+Where the target can branch, a round may verify a tree instead (spec.loop.tree): n drafts, the head's
 likeliest paths, for the cost of n + 1 rows. What it commits on average follows from how often the
 head's first, second, ... choice lands at each depth (`tree_tokens`), learned the same way; each round
 takes the chain or tree with the most expected tokens per millisecond. The verify rule is unchanged, so
@@ -135,7 +135,7 @@ class Acceptance:
         self.observe_levels([(1, 1)] * min(accepted, drafted) + [(0, 1)] * (accepted < drafted), start)
 
     def observe_levels(self, levels: list[tuple[int, int]], start: int = 0) -> None:
-        """A round's (rank that landed or 0, choices verified) per position (spec.tree.DraftTree.levels)."""
+        """A round's (rank that landed or 0, choices verified) per position (spec.loop.tree.DraftTree.levels)."""
         for i, (rank, width) in enumerate(levels[start : len(self.tried)], start):
             self.tried[i] += 1
             self.accepted[i] += rank == 1

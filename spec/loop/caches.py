@@ -132,7 +132,7 @@ class Tape:
 class RecurrentCache(ArraysCache):
     """mlx-lm's ArraysCache (a recurrent layer's conv state and recurrent state) plus the tape of the
     latest forward, so that `trim(n)` can take that forward's last n rows back exactly. After a tree
-    forward (spec.branches) the tape holds one batch entry per leaf path (`paths`): `keep_path` then
+    forward (spec.loop.tree_recurrent) the tape holds one batch entry per leaf path (`paths`): `keep_path` then
     keeps a path's first rows."""
 
     def __init__(self, size: int):

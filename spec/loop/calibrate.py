@@ -1,4 +1,4 @@
-"""The measured costs that `auto` weighs (spec.autodraft), once per target, head, machine, MLX and BLAS.
+"""The measured costs that `auto` weighs (spec.loop.autodraft), once per target, head, machine, MLX and BLAS.
 
 Measuring builds Engines; an Engine takes its costs: so this module sits above both, and callers that
 run "auto" resolve the costs here first (`costs_for`).
@@ -58,7 +58,7 @@ def calibrate(target: Any, head: Any, runs: int = 11, context: int = 64,
     1 and 2 drafts 5% too dear left a math prompt parked for a day where cap 2 gains 7-12%.
 
     Last, what a round costs in a real generation beyond those parts (loop_extras): auto weighs it with
-    them, and never its own generation's timings (spec.autodraft), so a race repeats round for round."""
+    them, and never its own generation's timings (spec.loop.autodraft), so a race repeats round for round."""
     n = len(CALIBRATION_PROMPTS)
     steps = runs + 1 + 2 * n  # the runs (one warms up), the prior's generations, the loop's
     runs_ms = timed_runs(target, head, runs, context, lambda i: progress((i + 1) / steps))
@@ -134,7 +134,7 @@ def timed_runs(target: Any, head: Any, runs: int = 11, context: int = 64,
                done: Callable[[int], None] = lambda i: None) -> list[list[float]]:
     """`runs` runs (after one that warms up), each: a bare forward, drafting rounds 1..K, drafts 1..K, a
     pipelined plain step and, where the target can branch, a round verifying a tree of K drafts, in ms
-    (spec.calibration_bench reads them raw)."""
+    (spec.bench.calibration reads them raw)."""
     K, branches = head.max_drafts, target.check_trees() == ""
     pair = WarmPair(target, head, context)
 

@@ -15,7 +15,7 @@ below a threshold (the Settings' slider). Two questions a viewer can then ask of
 Only chain rounds carry estimates: a round DSpark drafts as a tree has none (its confidence head scores a
 chain's slots, each given the slots before it), even where that tree did not branch. Such rounds are
 counted (`drafted_as_trees`), so a page can say why this check covers fewer rounds than the per-slot counts
-(spec.slots), which count every drafting round.
+(spec.loop.slots), which count every drafting round.
 """
 
 from __future__ import annotations

@@ -48,14 +48,14 @@ class Engine:
                  tree: int | str | None = "auto", markov: bool = True, adapt: bool = False):
         """profile: sync once more per round, after drafting, to time the drafter on its own.
         thinking: the chat template's enable_thinking for text prompts (off, as the heads are benchmarked).
-        costs: what max_draft="auto" weighs, measured for this pair (spec.calibrate.costs_for).
+        costs: what max_draft="auto" weighs, measured for this pair (spec.loop.calibrate.costs_for).
         tree: verify at most this many drafts as a tree, at most max_draft deep (0: chains; "auto", the
         default everywhere, or None: chains at a fixed length, and trees up to the head's block allowed with
         max_draft "auto", which picks chain or tree and its size every round); a target whose layers cannot
         branch verifies chains (tree_note: why).
         markov: off, a DSpark head drafts every slot from its backbone alone, in parallel (an ablation).
         adapt: "auto" also follows this generation's own timings (the chooser before issue 39, which made
-        two races of one prompt diverge; kept for the benchmark that compares it: spec.autodraft)."""
+        two races of one prompt diverge; kept for the benchmark that compares it: spec.loop.autodraft)."""
         self.target, self.drafter, self.sampling, self.profile = target, drafter, sampling, profile
         self.thinking, self.markov, self.adapt = thinking, markov, adapt
         self.costs = None  # measured round costs when the draft length is chosen per round ("auto")
@@ -63,7 +63,7 @@ class Engine:
         if drafter is not None and max_draft == "auto":
             if costs is None:
                 raise SpecError("max draft auto needs this pair's measured costs: "
-                                "Engine(..., costs=spec.calibrate.costs_for(target, head, 'auto'))")
+                                "Engine(..., costs=spec.loop.calibrate.costs_for(target, head, 'auto'))")
             self.max_draft, self.costs = drafter.max_drafts, costs
         elif drafter is not None:
             cap = drafter.max_drafts if not max_draft else max_draft

@@ -1,6 +1,6 @@
 """One generation of an Engine, round by round: draft (a chain or a tree), verify in one target forward,
 commit the path that lands; or a plain target step, pipelined, when drafting would not pay (auto parks).
-Each round is a spec.results.Round as it happens; `result` is the GenResult so far."""
+Each round is a spec.loop.results.Round as it happens; `result` is the GenResult so far."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from .results import GenResult, Round
 from .tree import DraftTree
 from .verify import pick, walk
 
-Engine = Any  # a spec.engine.Engine (not imported: spec.engine imports this module)
+Engine = Any  # a spec.loop.engine.Engine (not imported: spec.loop.engine imports this module)
 
 
 @dataclass
@@ -64,9 +64,9 @@ class Generation:
         self.accept_lengths: list[int] = []
         self.drafted: list[int] = []
         self.trees: list[bool] = []
-        self.levels: list[tuple] = []  # per round: what each depth of its committed path says (spec.slots)
+        self.levels: list[tuple] = []  # per round: what each depth of its committed path says (spec.loop.slots)
         self.estimates: mx.array | None = None  # this round's DSpark confidence of each slot drafted (lazy)
-        self.estimates_per_round: list[tuple] = []  # per round: those estimates (spec.confidence)
+        self.estimates_per_round: list[tuple] = []  # per round: those estimates (spec.loop.confidence)
         self.forwards = 0
         self.prefill_seconds = self.decode_seconds = self.draft_seconds = 0.0
         self.round_seconds: list[float] = []

@@ -47,9 +47,9 @@ class GenResult:
     engine: str = ""
     draft_seconds: float = 0.0  # drafter time inside decode_seconds (measured only with profile=True)
     trees: list[bool] = field(default_factory=list)  # per round: its drafts were verified as a tree (not a chain)
-    round_seconds: list[float] = field(default_factory=list)  # each decode round's own time (its jitter: spec.outcome)
-    levels: list[tuple] = field(default_factory=list)  # per round: (rank landed or 0, drafts) per depth (spec.slots)
-    estimates: list[tuple] = field(default_factory=list)  # per round: DSpark's confidence per slot (spec.confidence)
+    round_seconds: list[float] = field(default_factory=list)  # each decode round's own time (its jitter: spec.race.outcome)
+    levels: list[tuple] = field(default_factory=list)  # per round: (rank landed or 0, drafts) per depth (spec.loop.slots)
+    estimates: list[tuple] = field(default_factory=list)  # per round: DSpark's confidence per slot (spec.loop.confidence)
 
     @property
     def rounds(self) -> int:
@@ -61,11 +61,11 @@ class GenResult:
 
     @property
     def positions(self) -> list[dict[str, int]]:
-        """Per draft slot: rounds that reached it and rounds that landed it (spec.slots)."""
+        """Per draft slot: rounds that reached it and rounds that landed it (spec.loop.slots)."""
         return slot_counts(self.levels)
 
     def confidence(self, used: float = 0.0) -> dict | None:
-        """DSpark's confidence head against what landed (spec.confidence); None without estimates."""
+        """DSpark's confidence head against what landed (spec.loop.confidence); None without estimates."""
         check = ConfidenceCheck()
         for est, k, n in zip(self.estimates, self.drafted, self.accept_lengths):
             check.add(est, k, n - 1)  # only chain rounds carry estimates

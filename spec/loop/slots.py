@@ -7,7 +7,7 @@ the slots before it did: DFlash's whole-block pass and DSpark's left-to-right Ma
 here. Every accepted draft lands one slot, so over a generation 1 + (landed, summed over slots) / rounds
 is its mean accept length (rounds counting plain steps, which reach no slot).
 
-Read from each round's `levels` (spec.tree.DraftTree.levels: per depth, the rank of the draft that
+Read from each round's `levels` (spec.loop.tree.DraftTree.levels: per depth, the rank of the draft that
 landed or 0, and how many drafts were verified there). One implementation for the page, the API, the
 CLI's race summary and the bench.
 """

@@ -11,7 +11,7 @@ Two ways to grow a tree from a head's distributions, one per sampling regime:
   its parent's, so the best N are closed under taking parents and can be found level by level.
 - T > 0, `merge_chains`: K chains each drawn from the head (SpecInfer's token tree), merged where they
   share a prefix. At each node the drawn next tokens are independent draws from one distribution q,
-  which is what the multi-draft acceptance rule (spec.verify.walk) needs to stay exact.
+  which is what the multi-draft acceptance rule (spec.loop.verify.walk) needs to stay exact.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def chain_shape(nodes: int, k: int) -> tuple[int, int]:
 def propose_tree(head, cache: list, new_taps: mx.array | None, anchor: int, k: int, nodes: int,
                  sampling: Sampling, key: mx.array | None) -> DraftTree:
     """A tree of at most `nodes` drafts, at most k deep: the best-first tree at T = 0, merged drawn
-    chains at T > 0 (spec.tree says why each)."""
+    chains at T > 0 (spec.loop.tree says why each)."""
     slot = head.first_draft_slot
     base = head.logits(head.block_hidden(cache, new_taps, anchor)[slot : slot + k])  # [k, V'] before Markov
     if sampling.greedy:

@@ -3,7 +3,7 @@
 mlx-lm's attention layers rope a forward's rows at cache.offset, cache.offset + 1, ... A tree's rows
 sit at the anchor's position + their depth instead (siblings share a position). We do not rewrite the
 layers: `install` gives each rope module of the model a subclass (the instance and the module tree stay
-as they are, as spec.caches does for conv layers) that, inside `rows_at(depths)`, ropes row i at
+as they are, as spec.loop.caches does for conv layers) that, inside `rows_at(depths)`, ropes row i at
 offset + depths[i]. mx.fast.rope takes one offset per batch entry, so the rows become the batch for
 the call. Outside `rows_at` every call is the module's own.
 

@@ -10,7 +10,7 @@ The layer's tape then holds P paths (RecurrentCache.paths); Target.keep asks the
 committed path, which picks the batch entry holding it and re-runs the recurrence over its kept rows.
 
 Only the mixer runs per path (its projections see P x L rows); the layer's MLP or experts see the
-tree's rows once. The mixer's class is swapped for a subclass, as spec.caches does for conv layers;
+tree's rows once. The mixer's class is swapped for a subclass, as spec.loop.caches does for conv layers;
 outside `paths_of` every call is the mixer's own.
 """
 

@@ -1,7 +1,7 @@
 """A race as a file another person opens and sees the same race: its events (every round's text pieces,
 drafts, slots, timings, each lane's clock), the settings, machine and versions it ran with. Loading needs
 no model: the meters are rebuilt from the rounds with the recorded engine times, the outcome is
-recomputed from the recorded results with the recorded tie floor (spec.outcome: the same numbers), and
+recomputed from the recorded results with the recorded tie floor (spec.race.outcome: the same numbers), and
 the replay plays the recorded clocks. The app's JSON download is such a file (with the table and
 per-round lists beside it, for study); `python -m spec race --load FILE` and the API's /load_race read it.
 """

@@ -67,7 +67,7 @@ class Outcome:
     sampled: bool  # T > 0: the plain lane samples
     stopped: bool
     positions: dict[str, list[dict[str, int]]]  # head -> per draft slot: rounds that reached / landed it
-    confidence: dict[str, dict]  # head with a confidence head -> its estimates checked (spec.confidence)
+    confidence: dict[str, dict]  # head with a confidence head -> its estimates checked (spec.loop.confidence)
     notes: dict[str, str] = field(default_factory=dict)  # lane -> how it ran unlike its usual self ("Markov off")
 
     @classmethod

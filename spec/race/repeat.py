@@ -1,7 +1,7 @@
 """A race repeated: the same prompt raced 1, 3 or 5 times in turn, to see how far its times move.
 
 Every race of a repeat commits the same rounds (auto decides from the calibration and the acceptance
-alone: spec.autodraft), so only the times differ, and how far they differ is the machine's noise on this
+alone: spec.loop.autodraft), so only the times differ, and how far they differ is the machine's noise on this
 prompt. Each lane's speedups, their median and their spread; places by the medians, two lanes tied when
 their medians are closer than the widest spread a lane showed (or the races' own noise band, if wider).
 """
@@ -168,7 +168,7 @@ def shown_outcome(outcome: Outcome, rep: Repeated | None) -> tuple[Outcome, dict
 
 
 def repeat_race(arena: Any, prompt: str, settings: Any, n: int) -> Iterator[tuple[int, Any]]:
-    """(race index, event) of n races of one prompt on `arena` (spec.arena.Arena), in turn; a stopped
+    """(race index, event) of n races of one prompt on `arena` (spec.race.arena.Arena), in turn; a stopped
     race ends the repeat."""
     for i in range(repeat_count(n)):
         stopped = True
@@ -181,5 +181,5 @@ def repeat_race(arena: Any, prompt: str, settings: Any, n: int) -> Iterator[tupl
 
 
 def repeated(finish_events: list[Any], asked: int) -> Repeated:
-    """The Repeated of the races' "finish" events (spec.race.RaceEvent)."""
+    """The Repeated of the races' "finish" events (spec.race.run.RaceEvent)."""
     return Repeated.of([(ev.results, ev.outcome) for ev in finish_events], asked)

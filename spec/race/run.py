@@ -1,7 +1,7 @@
 """The race: greedy, DSpark and DFlash on ONE loaded target, on one clock.
 
-A race runs on the Arena's MLX thread (spec.arena) and yields events: the app, the API and the CLI
-(spec.race_cli) only show them. Each engine is metered on its own busy time (engine seconds), not the
+A race runs on the Arena's MLX thread (spec.race.arena) and yields events: the app, the API and the CLI
+(spec.race.cli) only show them. Each engine is metered on its own busy time (engine seconds), not the
 wall clock that all three share, and the scheduler always steps the live engine whose busy time is
 smallest: at every moment each lane shows what that engine alone would have produced after the same
 amount of its own compute. At each hand-over the previous lane's work still in flight (the plain
@@ -77,7 +77,7 @@ class Meter:
 
     @property
     def e2e_tok_s(self) -> float:
-        """Tokens per engine second so far, prefill included: the race's one speed (spec.outcome)."""
+        """Tokens per engine second so far, prefill included: the race's one speed (spec.race.outcome)."""
         return self.tokens / self.clock if self.clock > 0 else 0.0
 
     def snapshot(self) -> "Meter":

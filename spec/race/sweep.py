@@ -1,6 +1,6 @@
 """The domain sweep: races over many prompts, summed into the original release's table (method x domain:
 accept / tok/s / speedup vs greedy, with a lossless verdict per cell), updated after every prompt. Its
-tok/s and speedup are the race's one measure (spec.outcome): end to end, tokens per engine second.
+tok/s and speedup are the race's one measure (spec.race.outcome): end to end, tokens per engine second.
 
 One implementation for the app's sweep tab, its `/sweep` API and `python -m spec bench --sweep`; the
 per-prompt rows have the bench's schema, so the same summary (`summarise`) and cells (`grid`) serve both.
@@ -33,7 +33,7 @@ class SweepUpdate:
 
 def race_rows(results: dict[str, GenResult], verdicts: dict[str, str], domain: str, prompt: int) -> list[dict]:
     """One race's rows: per engine its tokens, rounds, committed tokens, tok/s (end to end, the race's one
-    measure; decode-only as a detail), lossless verdict and per-slot counts (spec.slots.as_columns)."""
+    measure; decode-only as a detail), lossless verdict and per-slot counts (spec.loop.slots.as_columns)."""
     return [{"domain": domain, "method": METHODS[n], "prompt": prompt, "tokens": len(r.token_ids),
              "rounds": r.rounds, "committed": sum(r.accept_lengths), "tok_s": r.tokens_per_sec,
              "decode_tok_s": r.decode_tokens_per_sec, "lossless": verdicts.get(n, "baseline"),
