@@ -237,7 +237,7 @@ def cached_costs(target: Any, head: Any, folder: Path | None = None, progress: P
 
 def costs_for(target: Any, head: Any, max_draft: int | str, progress: Progress = quiet) -> Costs | None:
     """The costs an Engine needs for `max_draft` ("auto": this pair's measured costs), else None."""
-    if head is None or draft_length(max_draft) != "auto":
+    if head is None or max_draft != "auto":  # parsed where it entered (build_engine, the page's knobs, the CLI)
         return None
     return cached_costs(target, head, progress=progress)
 
