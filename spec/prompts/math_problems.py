@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Callable
 
 from .data import table
-from .vocab import (
+from .math_cast import (
     BAKED,
     CHEAP,
     CONTAINERS,

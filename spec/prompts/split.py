@@ -15,7 +15,7 @@ from functools import lru_cache
 from .chat_tasks import FRAMES as CHAT_FRAMES
 from .code_tasks import CLASS_FRAMES, CLASSIC_FRAMES, SNIPPET_ASKS
 from .math_problems import ASKS, OPENERS
-from .vocab import BAKED, CHEAP, CONTAINERS, EXPENSES, ITEMS, PEOPLE, PLACES, PRICEY, PRONOUNS
+from .math_cast import BAKED, CHEAP, CONTAINERS, EXPENSES, ITEMS, PEOPLE, PLACES, PRICEY, PRONOUNS
 
 HELDOUT_PER_MILLE = 100  # 10% of normalised keys are held out
 SPLIT_SALT = "spec-arena/prompts/v1"  # changing it reshuffles every split: never do so silently
