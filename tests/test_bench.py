@@ -1,5 +1,7 @@
-"""The head-to-head bench on a tiny random preset: runs in seconds, writes every output, checks losslessness."""
+"""The benches on a tiny random preset: they run in seconds, write every output, check losslessness; and
+`python -m spec bench`'s sub-commands, old spellings and flags."""
 
+import inspect
 import json
 import math
 import subprocess
@@ -9,12 +11,15 @@ import pandas as pd
 import pytest
 
 from spec import report
+from spec.bench import flags
 from spec.bench import head_to_head as h2h
+from spec.bench.curve import curve_configs, run_child
+from spec.bench.main import main, parser
 
 
 def test_head_to_head_smoke(tiny_dir, tmp_path):
     out = tmp_path / "bench"
-    p = subprocess.run([sys.executable, "-m", "spec", "bench", "--target", str(tiny_dir / "qwen3"),
+    p = subprocess.run([sys.executable, "-m", "spec", "bench", "head-to-head", "--target", str(tiny_dir / "qwen3"),
                         "--dspark", str(tiny_dir / "dspark-qwen3"), "--dflash", str(tiny_dir / "dflash-qwen3"),
                         "--per-domain", "1", "--trials", "1", "--max-new-tokens", "8", "--out", str(out)],
                        capture_output=True, text=True, timeout=300)
@@ -89,7 +94,7 @@ def test_adapting_adds_the_chooser_before_issue_39_beside_todays(qwen3, tiny_dir
 
 def test_race_vs_solo_smoke(tiny_dir, tmp_path):
     out = tmp_path / "race"
-    p = subprocess.run([sys.executable, "-m", "spec", "bench", "--race-vs-solo", "--target", str(tiny_dir / "qwen3"),
+    p = subprocess.run([sys.executable, "-m", "spec", "bench", "race-vs-solo", "--target", str(tiny_dir / "qwen3"),
                         "--dspark", str(tiny_dir / "dspark-qwen3"), "--dflash", str(tiny_dir / "dflash-qwen3"),
                         "--per-domain", "1", "--trials", "1", "--max-new-tokens", "8", "--out", str(out)],
                        capture_output=True, text=True, timeout=300)
@@ -101,13 +106,13 @@ def test_race_vs_solo_smoke(tiny_dir, tmp_path):
 
 
 def test_sweep_smoke_and_its_table_equals_the_races(tiny_dir, tmp_path, qwen3):
-    """`bench --sweep` and the app's tab share spec.sweep: each cell is the summary of the races it ran."""
+    """`bench sweep` and the app's tab share spec.sweep: each cell is the summary of the races it ran."""
     from spec.heads.registry import load_dflash, load_dspark
     from spec.race.run import RaceSettings, run_race
     from spec.race.sweep import grid, sweep
 
     out = tmp_path / "sweep"
-    p = subprocess.run([sys.executable, "-m", "spec", "bench", "--sweep", "--target", str(tiny_dir / "qwen3"),
+    p = subprocess.run([sys.executable, "-m", "spec", "bench", "sweep", "--target", str(tiny_dir / "qwen3"),
                         "--dspark", str(tiny_dir / "dspark-qwen3"), "--dflash", str(tiny_dir / "dflash-qwen3"),
                         "--per-domain", "1", "--max-new-tokens", "8", "--out", str(out)],
                        capture_output=True, text=True, timeout=300)
@@ -130,7 +135,8 @@ def test_sweep_smoke_and_its_table_equals_the_races(tiny_dir, tmp_path, qwen3):
 
 def test_prefill_work_counts_one_pass_shared_and_one_per_engine_before(tiny_dir, tmp_path):
     out = tmp_path / "prefill"
-    p = subprocess.run([sys.executable, "-m", "spec", "bench", "--prefill", "200", "--target", str(tiny_dir / "qwen3"),
+    p = subprocess.run([sys.executable, "-m", "spec", "bench", "prefill", "--tokens", "200",
+                        "--target", str(tiny_dir / "qwen3"),
                         "--dspark", str(tiny_dir / "dspark-qwen3"), "--dflash", str(tiny_dir / "dflash-qwen3"),
                         "--per-domain", "1", "--trials", "1", "--out", str(out)],
                        capture_output=True, text=True, timeout=300)
@@ -144,13 +150,13 @@ def test_prefill_work_counts_one_pass_shared_and_one_per_engine_before(tiny_dir,
 
 
 def test_rollback_bench_on_a_tiny_hybrid_and_its_table(tmp_path):
-    """`bench --rollback` on a folder: one row per draft length, the rollback beside the verify it follows
+    """`bench rollback` on a folder: one row per draft length, the rollback beside the verify it follows
     and beside the second forward it avoids; the recurrent layers counted from the published pattern."""
     import tiny
 
     folder = tiny.make_from_config(tmp_path / "hybrid", tiny.small_config(tiny.published("Qwen--Qwen3.5-27B"), 8))
     out = tmp_path / "rollback"
-    p = subprocess.run([sys.executable, "-m", "spec", "bench", "--rollback", "--model", str(folder), "--runs", "2",
+    p = subprocess.run([sys.executable, "-m", "spec", "bench", "rollback", "--target", str(folder), "--runs", "2",
                         "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     table = pd.read_csv(out / "rollback.csv")
@@ -181,3 +187,84 @@ def test_methods_filter_keeps_the_reference(qwen3, tiny_dir):
                             max_new_tokens=4, progress=False, only=["auto", "mlx-lm"])
     rows = list(dict.fromkeys(runs["method"]))
     assert rows == ["greedy (ours)", "greedy (mlx-lm)", "DSpark auto", "DSpark auto, chains"]
+
+
+# -- `python -m spec bench`: sub-commands, their flags, the old spellings ----------------------------------
+def test_the_bench_lists_each_benchmark_in_one_line_and_each_has_its_own_help(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    listed = capsys.readouterr().out.splitlines()
+    for name, (line, _) in flags.COMMANDS.items():
+        assert any(row.split() == [name, *line.split()] for row in listed), name
+        with pytest.raises(SystemExit) as done:
+            main([name, "--help"])
+        assert done.value.code == 0 and f"usage: python -m spec bench {name}" in capsys.readouterr().out
+
+
+def test_each_benchmark_gets_its_flags_as_its_own_keywords_and_defaults():
+    """main hands vars(args) over as keywords: every flag a keyword of the benchmark, with its default."""
+    p, _ = parser()
+    for name in flags.COMMANDS:
+        args = p.parse_args([name, "runs.csv"] if name == "tree-estimate" else [name])
+        given = {k: v for k, v in vars(args).items() if not k.startswith("_")}
+        params = inspect.signature(args._run).parameters
+        assert set(given) == set(params), name
+        assert all(given[k] == v.default for k, v in params.items() if v.default is not v.empty), name
+
+
+def called(monkeypatch) -> list:
+    """Every benchmark replaced by one that records which ran, with what."""
+    calls = []
+    for run in ("run_head_to_head", "run_curve", "run_race_vs_solo", "run_prefill", "run_sweep", "run_rollback",
+                "run_noise", "run_calibration", "run_tree_estimate"):
+        monkeypatch.setattr(flags, run, lambda run=run, **kw: calls.append((run, kw)) or 0)
+    return calls
+
+
+@pytest.mark.parametrize("argv, run, expect, note", [
+    ([], "run_head_to_head", {"trials": 3}, None),
+    (["--per-domain", "1", "--methods", "auto, mlx-lm"], "run_head_to_head", {"per_domain": 1,
+                                                                             "only": ["auto", "mlx-lm"]}, None),
+    (["--curve", "--model", "m", "--runs", "2"], "run_curve", {"target": "m", "runs": 2},
+     "curve --target m --runs 2"),
+    (["--rollback", "--model=f"], "run_rollback", {"target": "f", "runs": 5}, "rollback --target=f"),
+    (["--sweep", "--per-domain", "2"], "run_sweep", {"per_domain": 2}, "sweep --per-domain 2"),
+    (["--calibration", "--out", "o"], "run_calibration", {"out": "o"}, "calibration --out o"),
+    (["--noise", "--trials", "6"], "run_noise", {"trials": 6}, "noise --trials 6"),
+    (["--tree-estimate", "r.csv", "--preset", "qwen3"], "run_tree_estimate", {"runs_csv": "r.csv", "preset": "qwen3"},
+     "tree-estimate r.csv --preset qwen3"),
+    (["--trials", "1", "--prefill", "200"], "run_prefill", {"tokens": 200, "trials": 1},
+     "prefill --tokens 200 --trials 1"),
+    (["--prefill", "0", "--trials", "1"], "run_head_to_head", {"trials": 1}, None),  # 0 was: no prefill bench
+    (["--race-vs-solo", "--per-domain", "1"], "run_race_vs_solo", {"per_domain": 1}, "race-vs-solo --per-domain 1"),
+])
+def test_old_spellings_run_their_benchmark_and_name_the_new_form(monkeypatch, capsys, argv, run, expect, note):
+    calls = called(monkeypatch)
+    assert main(argv) == 0
+    assert [c[0] for c in calls] == [run] and expect.items() <= calls[0][1].items()
+    err = capsys.readouterr().err.splitlines()
+    old = next((a.split("=")[0] for a in argv if a.split("=")[0] in flags.OLD), None)
+    assert err == ([f"note: {old} is deprecated, use: python -m spec bench {note}"] if note else []), err
+
+
+def test_model_is_an_old_name_of_target_said_once(monkeypatch, capsys):
+    calls = called(monkeypatch)
+    assert main(["curve", "--model", "folder"]) == 0 and calls[0][1]["target"] == "folder"
+    assert capsys.readouterr().err.splitlines() == ["note: --model is deprecated, use --target"]
+    with pytest.raises(SystemExit):
+        main(["noise", "--model", "folder"])  # a bench of presets never had it
+
+
+def test_tree_estimate_without_its_csv_says_what_to_pass(capsys):
+    for argv in (["tree-estimate"], ["--tree-estimate"]):
+        with pytest.raises(SystemExit) as done:
+            main(argv)
+        assert done.value.code == 2
+        assert "tree-estimate assets/bench/trees/runs.csv" in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_the_curve_child_runs_as_a_sub_command(tiny_dir):
+    """The curve bench measures each BLAS in a child: `python -m spec bench curve --child ...`."""
+    result = run_child(str(tiny_dir / "qwen3"), curve_configs()[0][1], runs=1, greedy_tokens=2, context=8)
+    assert sorted(map(int, result["curve_ms"])) == [1, 2, 4, 8, 16] and len(result["greedy_tokens"]) == 2

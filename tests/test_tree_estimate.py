@@ -75,10 +75,19 @@ def test_a_file_that_is_not_a_bench_run_gets_one_line_and_loads_no_model(tmp_pat
 
     missing, foreign = tmp_path / "none.csv", tmp_path / "foreign.csv"
     foreign.write_text("reached,landed\n1,1\n")
-    assert main(["--tree-estimate", str(missing)]) == 2
-    assert main(["--tree-estimate", str(foreign)]) == 2
+    assert main(["tree-estimate", str(missing)]) == 2
+    assert main(["tree-estimate", str(foreign)]) == 2
     chains_only = tmp_path / "auto.csv"
     chains_only.write_text("domain,method,reached,landed\ncode,DFlash auto,4 2,2 1\n")
-    assert main(["--tree-estimate", str(chains_only)]) == 2
+    assert main(["tree-estimate", str(chains_only)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and "none.csv" in err[0] and "no column 'method'" in err[1] and "full,tree" in err[2], err
+
+
+def test_the_old_spelling_still_runs_the_estimate_and_names_the_new_one(tmp_path, capsys):
+    from spec.bench.main import main
+
+    assert main(["--tree-estimate", str(tmp_path / "none.csv")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == f"note: --tree-estimate is deprecated, use: python -m spec bench tree-estimate {tmp_path}/none.csv"
+    assert len(err) == 2 and "cannot read" in err[1] and "none.csv" in err[1], err

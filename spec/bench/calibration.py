@@ -1,4 +1,4 @@
-"""`python -m spec bench --calibration`: what a first start's calibration costs, and what shortening it
+"""`python -m spec bench calibration`: what a first start's calibration costs, and what shortening it
 would change.
 
 For each head of a preset: one calibration's timed runs (spec.calibrate.timed_runs) and its acceptance
@@ -15,16 +15,21 @@ n runs would move: a shortening is safe only where even they say it changes noth
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from ..heads.registry import load_dflash, load_dspark
 from ..loop.autodraft import choose, expected_tokens, round_ms
 from ..loop.calibrate import acceptance_prior, calibration_runs, costs_of, timed_runs
+from ..presets import get_preset, resolve
+from ..progress import Console
 from ..report import header_of, to_markdown
+from ..target import load_target
 
 RATES = (0.2, 0.35, 0.5, 0.65, 0.8, 0.9)
 SUBSETS = 300
@@ -77,27 +82,23 @@ def study(target: Any, head: Any, runs: int, ns: tuple[int, ...] = (3, 5, 7), se
     return rows
 
 
-def run(a: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from ..heads.registry import load_dflash, load_dspark
-    from ..presets import get_preset, resolve
-    from ..progress import Console
-    from ..target import load_target
-
-    p = get_preset(a.preset)
+def run_calibration(*, preset: str = "pocket", target: str | None = None, dspark: str | None = None,
+                    dflash: str | None = None, out: str | Path = "bench-results") -> int:
+    """study() for each head of `preset` (or the given ones): prints the table, writes it to `out`."""
+    p = get_preset(preset)
     progress = Console()
-    target = load_target(a.target or resolve(p.target, "target", progress))
+    loaded = load_target(target or resolve(p.target, "target", progress))
     rows = []
-    for kind, load in (("dspark", load_dspark), ("dflash", load_dflash)):
-        ref = getattr(a, kind) or (resolve(getattr(p, kind), kind, progress) if getattr(p, kind) else None)
+    for kind, ref, load in (("dspark", dspark, load_dspark), ("dflash", dflash, load_dflash)):
+        ref = ref or (resolve(getattr(p, kind), kind, progress) if getattr(p, kind) else None)
         if ref:
-            rows += study(target, load(ref, target), calibration_runs())
+            rows += study(loaded, load(ref, loaded), calibration_runs())
     table = pd.DataFrame(rows)
-    md = (header_of(a, "calibration: its parts, and what fewer runs would decide") + "\n\n" + to_markdown(table)
+    md = (header_of("calibration: its parts, and what fewer runs would decide", preset=preset, target=target)
+          + "\n\n" + to_markdown(table)
           + f"\n\nSubsets: {SUBSETS} per n, drawn from the same runs (n = all: a bootstrap of them); acceptance "
           f"grid: constant rates {', '.join(map(str, RATES))} and the measured prior.\n")
-    out = Path(a.out)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "table.md").write_text(md)
     table.to_csv(out / "table.csv", index=False)

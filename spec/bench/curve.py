@@ -1,10 +1,10 @@
-"""`python -m spec bench --curve`: what a verify of T drafts costs against one step.
+"""`python -m spec bench curve`: what a verify of T drafts costs against one step.
 
 Speculative decoding pays only if verifying T drafted tokens costs little more than one step. The
 curve measures that: the target's forward time for T = 1, 2, 4, 8, 16 new tokens on a warm ~128-token
 KV cache, plus plain greedy tok/s, once with MLX's stock BLAS and once with the optimized BLAS of
 spec.cpu. BLAS is fixed when a process starts, so each configuration runs in its own child process
-(`python -m spec.bench --child ...`) and the parent joins the results.
+(`python -m spec bench curve --child ...`) and the parent joins the results.
 """
 
 from __future__ import annotations
@@ -15,25 +15,29 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
+import mlx.core as mx
+import pandas as pd
+
+from .. import cpu  # by module: tests stand in for its OpenBLAS finder
+from ..errors import SpecError
+from ..pocket import POCKET_NAME, pocket_target_dir
 from ..report import machine_line, to_markdown
+from ..target import load_target
 from .head_to_head import print_cost_model
 
 CURVE_TS = (1, 2, 4, 8, 16)
 
 
-
 CONTEXT_TOKENS = 128
-
 
 
 GREEDY_TOKENS = 48
 
 
-
 RESULT_TAG = "SPEC_BENCH_RESULT "
-
 
 
 _CONTEXT_TEXT = (
@@ -48,9 +52,7 @@ _CONTEXT_TEXT = (
 )
 
 
-
 _GREEDY_PROMPT = "Write a short story about a robot who learns to paint."
-
 
 
 # -- measurements (run inside one process, on whatever BLAS it has) ------------------------------
@@ -61,13 +63,10 @@ def _context_ids(tokenizer: Any, n: int) -> list[int]:
     return ids
 
 
-
 def measure_curve(
     target: Any, ts: Sequence[int] = CURVE_TS, runs: int = 5, context: int = CONTEXT_TOKENS
 ) -> dict[int, float]:
     """Median ms of one forward of T new tokens on a warm `context`-token cache, for each T."""
-    import mlx.core as mx
-
     ids = _context_ids(target.tokenizer, context)
     cache = target.make_cache()
     logits, _ = target(mx.array([ids[:context]]), cache)
@@ -88,11 +87,8 @@ def measure_curve(
     return out
 
 
-
 def measure_greedy(target: Any, n_tokens: int = GREEDY_TOKENS, prompt: str = _GREEDY_PROMPT) -> tuple[float, list[int]]:
     """Decode-only greedy tok/s (prefill excluded) over a fixed token count, and the tokens."""
-    import mlx.core as mx
-
     cache = target.make_cache()
     logits, _ = target(mx.array([target.encode_chat(prompt)]), cache)
     tok = mx.argmax(logits[:, -1, :], axis=-1)
@@ -108,44 +104,36 @@ def measure_greedy(target: Any, n_tokens: int = GREEDY_TOKENS, prompt: str = _GR
     return (n_tokens - 1) / elapsed, tokens
 
 
-
 def curve_child(model: str, runs: int, greedy_tokens: int, context: int) -> dict:
     """One configuration's whole measurement (in the current process's BLAS)."""
-    from spec.cpu import blas_info
-    from spec.target import load_target
-
     target = load_target(model)
     curve = measure_curve(target, runs=runs, context=context)
     tok_s, tokens = measure_greedy(target, greedy_tokens)
-    return {"blas": blas_info(), "curve_ms": {str(k): v for k, v in curve.items()}, "greedy_tok_s": tok_s,
+    return {"blas": cpu.blas_info(), "curve_ms": {str(k): v for k, v in curve.items()}, "greedy_tok_s": tok_s,
             "greedy_tokens": tokens, "threads": os.environ.get("OPENBLAS_NUM_THREADS")}
-
 
 
 # -- orchestration (parent process: no MLX work here) -------------------------------------------
 def curve_configs(threads: Sequence[int] | None = None) -> list[tuple[str, dict[str, str]]]:
     """(label, environment) for the stock BLAS and for the optimized one (one per thread count)."""
-    from spec.cpu import ENV_GUARD, blas_env, find_openblas, stock_env
-
     base = dict(os.environ)
-    base[ENV_GUARD] = "1"  # children never re-exec themselves
-    configs = [("stock", stock_env(base))]
-    lib = find_openblas(os.environ.get("SPEC_ARENA_BLAS"))
+    base[cpu.ENV_GUARD] = "1"  # children never re-exec themselves
+    configs = [("stock", cpu.stock_env(base))]
+    lib = cpu.find_openblas(os.environ.get("SPEC_ARENA_BLAS"))
     if lib is not None:
         for n in threads or [None]:
-            env = stock_env(base)
+            env = cpu.stock_env(base)
             env.pop("SPEC_ARENA_BLAS", None)
-            env = blas_env(env, lib, n)
+            env = cpu.blas_env(env, lib, n)
             configs.append((f"openblas {env['OPENBLAS_NUM_THREADS']}t", env))
     return configs
 
 
-
 def run_child(model: str, env: dict[str, str], runs: int, greedy_tokens: int, context: int) -> dict:
     """One configuration in a fresh interpreter (its BLAS is fixed by `env` at start)."""
-    cmd = [sys.executable, "-m", "spec.bench", "--child", "--model", model, "--runs", str(runs),
+    cmd = [sys.executable, "-m", "spec", "bench", "curve", "--child", "--target", model, "--runs", str(runs),
            "--greedy-tokens", str(greedy_tokens), "--context", str(context)]
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this checkout, installed or not
+    root = str(Path(__file__).resolve().parents[2])  # this checkout, installed or not
     env = {**env, "PYTHONPATH": os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     for line in reversed(proc.stdout.splitlines()):
@@ -155,11 +143,8 @@ def run_child(model: str, env: dict[str, str], runs: int, greedy_tokens: int, co
     raise RuntimeError(f"benchmark child failed (exit {proc.returncode}):\n{tail}")
 
 
-
 def curve_table(results: list[tuple[str, dict]]) -> "Any":
     """One row per configuration: ms per forward with its ratio to T=1, greedy tok/s and speedup."""
-    import pandas as pd
-
     stock = next((r for label, r in results if label == "stock"), None)
     rows = []
     for label, r in results:
@@ -175,7 +160,6 @@ def curve_table(results: list[tuple[str, dict]]) -> "Any":
     return pd.DataFrame(rows)
 
 
-
 def combine(runs: list[dict]) -> dict:
     """Join repeated child results of one configuration: per-point medians across rounds."""
     if len(runs) == 1:
@@ -184,19 +168,17 @@ def combine(runs: list[dict]) -> dict:
     return {**runs[0], "curve_ms": curve, "greedy_tok_s": statistics.median(r["greedy_tok_s"] for r in runs)}
 
 
-
-def run_curve(model: str | None, runs: int, greedy_tokens: int, context: int,
-              threads: Sequence[int] | None = None, rounds: int = 1) -> int:
-    """Measure every configuration in its own child process and print one joined table."""
-    from spec.errors import SpecError
-
-    pocket = model is None
-    if pocket:
-        from spec.pocket import POCKET_NAME, pocket_target_dir
-
-        model, name = str(pocket_target_dir()), POCKET_NAME
-    else:
-        name = model
+def run_curve(*, target: str | None = None, runs: int = 5, greedy_tokens: int = GREEDY_TOKENS,
+              context: int = CONTEXT_TOKENS, threads: Sequence[int] | None = None, rounds: int = 1,
+              child: bool = False) -> int:
+    """Measure every configuration in its own child process and print one joined table (default: the
+    pocket target, then its heads' cost models). child: measure `target` in this process only and print
+    the tagged result (what run_child starts)."""
+    if child:
+        print(RESULT_TAG + json.dumps(curve_child(target, runs, greedy_tokens, context)), flush=True)
+        return 0
+    pocket = target is None
+    model, name = (str(pocket_target_dir()), POCKET_NAME) if pocket else (target, target)
     print(f"verify-cost curve: {name}, warm {context}-token cache, median of {runs} runs"
           f"{f' x {rounds} interleaved rounds' if rounds > 1 else ''}; greedy = {greedy_tokens} tokens decode-only",
           flush=True)

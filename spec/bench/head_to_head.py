@@ -1,4 +1,4 @@
-"""`python -m spec bench`: the head to head.
+"""`python -m spec bench head-to-head` (the default): the head to head.
 
 Greedy (ours and mlx-lm's), DSpark and DFlash at fixed caps and `auto` over the held-out prompts of
 each domain, after a warm-up, several trials each (median tok/s); the table "method x domain: accept /
@@ -8,28 +8,28 @@ greedy baseline's, or the run fails.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
+from mlx_lm.generate import stream_generate
+from tqdm import tqdm
 
 from ..errors import SpecError
-from ..loop.calibrate import build_engine
+from ..loop.calibrate import build_engine, cached_costs
 from ..loop.slots import as_columns
-from ..race.arena import on_arena
+from ..loop.verify import Sampling
+from ..race.arena import load_preset_arena
 from ..race.sweep import summarise
 from ..report import header_of, spread, to_markdown, write_outputs
+from .common import on_arena
 
 
 def cost_model(arena: Any, preset: str = "pocket") -> str:
     """The chooser's cost model of each head (spec.autodraft: measured once per machine and cached), in
     this process's BLAS, as markdown: what `auto` weighs every round, per row count verified."""
-    import pandas as pd
-
-    from ..loop.calibrate import cached_costs
-
     out = []
     for kind, head in arena.heads.items():
         c = arena.call(lambda h=head: cached_costs(arena.target, h))
@@ -47,8 +47,6 @@ def cost_model(arena: Any, preset: str = "pocket") -> str:
 
 
 def print_cost_model(preset: str = "pocket") -> None:
-    from ..race.arena import load_preset_arena
-
     arena = load_preset_arena(preset)
     try:
         print(cost_model(arena, preset))
@@ -93,8 +91,6 @@ def methods(heads: dict, vocab_ablation: bool = False, adapting: bool = False) -
 def mlx_lm_greedy(target: Any, prompt_ids: list[int], max_new_tokens: int) -> tuple[list[int], float, float]:
     """mlx-lm's own stream_generate (greedy): (token ids, end-to-end tok/s, decode tok/s), both from the
     rates it reports (its prompt rate gives the prefill's seconds)."""
-    from mlx_lm.generate import stream_generate
-
     ids, r = [], None
     for r in stream_generate(target.model, target.tokenizer, prompt_ids, max_tokens=max_new_tokens):
         ids.append(r.token)
@@ -140,11 +136,6 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
 
     At T = 0 every method's tokens must equal our greedy baseline's: a mismatch raises. `only`: the rows
     whose name holds one of these words (our greedy, the reference, always runs)."""
-    import pandas as pd
-    from tqdm import tqdm
-
-    from ..loop.verify import Sampling
-
     sampling = Sampling(temperature, seed=seed)
     ms = [m for m in methods(heads, vocab_ablation, adapting)
           if m.kind == "greedy" or not only or any(w.lower() in m.name.lower() for w in only)]
@@ -188,19 +179,25 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
 
 
 
-def run_head_to_head(a: argparse.Namespace) -> int:
-    def bench(arena: Any, prompts: list[dict]) -> tuple[Any, str]:
+def run_head_to_head(*, preset: str = "pocket", target: str | None = None, dspark: str | None = None,
+                     dflash: str | None = None, prompts: str | Path | None = None, per_domain: int = 3,
+                     trials: int = 3, max_new_tokens: int = 96, temperature: float = 0.0,
+                     out: str | Path = "bench-results", only: Sequence[str] = (), vocab_ablation: bool = False,
+                     adapting: bool = False) -> int:
+    """The head to head on a preset's (or the given) models: prints the table, writes its files to `out`.
+    only: the rows whose name holds one of these words (see head_to_head)."""
+    def bench(arena: Any, chosen: list[dict]) -> tuple[Any, str]:
         runs = arena.call(lambda: head_to_head(
-            arena.target, arena.heads, prompts, trials=a.trials, max_new_tokens=a.max_new_tokens,
-            temperature=a.temperature, vocab_ablation=a.vocab_ablation, adapting=a.adapting,
-            only=[w.strip() for w in (a.methods or "").split(",") if w.strip()]))
+            arena.target, arena.heads, chosen, trials=trials, max_new_tokens=max_new_tokens,
+            temperature=temperature, vocab_ablation=vocab_ablation, adapting=adapting, only=only))
         auto = runs["method"].str.contains(" auto").any()
-        return runs, cost_model(arena, a.preset if not a.target else a.target) if auto else ""
+        return runs, cost_model(arena, target or preset) if auto else ""
 
-    prompts, (runs, costs) = on_arena(a, bench)
-    header = header_of(a, f"{len(prompts)} prompts, {a.trials} trials, {a.max_new_tokens} new tokens, "
-                          f"T={a.temperature}")
-    paths = write_outputs(runs, summarise(runs), Path(a.out), header)
+    chosen, (runs, costs) = on_arena(bench, preset=preset, target=target, dspark=dspark, dflash=dflash,
+                                     prompts=prompts, per_domain=per_domain)
+    header = header_of(f"{len(chosen)} prompts, {trials} trials, {max_new_tokens} new tokens, T={temperature}",
+                       preset=preset, target=target)
+    paths = write_outputs(runs, summarise(runs), Path(out), header)
     if costs:
         paths[0].write_text(paths[0].read_text() + costs)
     print(paths[0].read_text())

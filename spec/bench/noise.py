@@ -1,4 +1,4 @@
-"""How much a race's speedup moves when the same race is run again: `python -m spec bench --noise`.
+"""How much a race's speedup moves when the same race is run again: `python -m spec bench noise`.
 
 The same prompts are raced `--trials` times (interleaved: prompt after prompt, trial after trial), at the
 race's defaults (auto draft lengths). Per domain and head: the median speedup (end to end, spec.outcome)
@@ -9,20 +9,23 @@ spec.outcome reads: two lanes closer than that are called a tie, because a secon
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
 from pathlib import Path
 from typing import Any
 
-NOISE = Path(__file__).resolve().parents[1] / "assets" / "bench" / "noise"
+import pandas as pd
+
+from ..race.settings import RaceSettings
+from ..report import header_of, to_markdown
+from .common import on_arena
+
+NOISE = Path(__file__).resolve().parents[2] / "assets" / "bench" / "noise"
 
 
 def measure(arena: Any, prompts: list[dict], trials: int, max_new_tokens: int) -> list[dict]:
     """One row per race and head: its speedup and accept length, and the race's own tie band."""
-    from ..race.run import RaceSettings
-
     rows = []
     for trial in range(trials):
         for i, p in enumerate(prompts):
@@ -39,8 +42,6 @@ def measure(arena: Any, prompts: list[dict], trials: int, max_new_tokens: int) -
 def summarise(rows: list[dict]) -> tuple[Any, float]:
     """Per domain and head: median speedup, spread (sd over races, % of the median), the widest
     deviation; and the floor: twice the median spread, rounded up to a whole percent."""
-    import pandas as pd
-
     df = pd.DataFrame(rows)
     out = []
     for (domain, head, prompt), g in df.groupby(["domain", "head", "prompt"], sort=False):
@@ -55,29 +56,23 @@ def summarise(rows: list[dict]) -> tuple[Any, float]:
     return table, floor
 
 
-def run(a: argparse.Namespace) -> int:
-    from ..race.arena import default_prompts, load_preset_arena
-    from ..report import header_of, to_markdown
-
-    prompts = default_prompts(a.per_domain)
-    arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash)
-    try:
-        rows = measure(arena, prompts, a.trials, a.max_new_tokens)
-    finally:
-        arena.close()
+def run_noise(*, preset: str = "pocket", target: str | None = None, dspark: str | None = None,
+              dflash: str | None = None, per_domain: int = 3, trials: int = 3, max_new_tokens: int = 96,
+              out: str | Path = "bench-results") -> int:
+    """The same races `trials` times: prints the spread and the tie floor, writes them to `out`."""
+    prompts, rows = on_arena(lambda arena, chosen: measure(arena, chosen, trials, max_new_tokens), preset=preset,
+                             target=target, dspark=dspark, dflash=dflash, per_domain=per_domain)
     table, floor = summarise(rows)
-    out = Path(a.out)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    header = header_of(a, f"the same race run {a.trials} times, {len(prompts)} prompts, {a.max_new_tokens} new "
-                          "tokens, T=0, auto draft lengths (interleaved)")
+    header = header_of(f"the same race run {trials} times, {len(prompts)} prompts, {max_new_tokens} new tokens, "
+                       "T=0, auto draft lengths (interleaved)", preset=preset, target=target)
     text = (header + "\n\nspeedup: end to end over greedy in the same race; spread: sd over the races, % of the "
             "median; widest: the largest deviation from the median; race's own band: what spec.outcome.tie_band "
             f"gave each race (median).\n\n{to_markdown(table)}\n\ntie floor (twice the median spread, rounded up): "
             f"**{100 * floor:.0f}%**\n")
     (out / "noise.md").write_text(text)
     (out / "noise.json").write_text(json.dumps({"tie_floor": floor, "header": header.splitlines()}, indent=2) + "\n")
-    import pandas as pd
-
     pd.DataFrame(rows).to_csv(out / "noise_runs.csv", index=False)
     print(text)
     print(f"written: {out / 'noise.md'}, {out / 'noise.json'}, {out / 'noise_runs.csv'}")

@@ -3,28 +3,29 @@ the shared prefill against one per engine, and the domain sweep's files."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from ..errors import SpecError
-from ..race.arena import on_arena
+from ..loop.calibrate import build_engine
+from ..loop.verify import Sampling
+from ..race.run import run_race
+from ..race.settings import RaceSettings
+from ..race.sweep import sweep
 from ..report import header_of, to_markdown, write_outputs
+from .common import on_arena
 
 
 def race_vs_solo(target: Any, heads: dict, prompts: list[dict], *, trials: int = 3,
                  max_new_tokens: int = 96) -> "Any":
     """Each engine's decode tok/s alone and inside a race on the same prompt, interleaved per trial:
     a fair race bills every lane only for its own work, so the two agree within noise."""
-    import pandas as pd
-
-    from ..loop.engine import Engine
-    from ..race.run import RaceSettings, run_race
-
-    engines = {n: Engine(target, heads.get(n), name=n) for n in ("dspark", "dflash") if n in heads}
-    engines["greedy"] = Engine(target, None, name="greedy")
+    engines = {n: build_engine(target, heads.get(n), name=n) for n in ("dspark", "dflash") if n in heads}
+    engines["greedy"] = build_engine(target, None, name="greedy")
     settings = RaceSettings(max_new_tokens=max_new_tokens)
     for _ in run_race(target, heads, prompts[0]["prompt"], settings):  # warm-up
         pass
@@ -42,15 +43,10 @@ def race_vs_solo(target: Any, heads: dict, prompts: list[dict], *, trials: int =
     return pd.DataFrame(rows)
 
 
-
 def prefill_work(target: Any, heads: dict, texts: list[str], prompt_tokens: int, trials: int = 2) -> "Any":
     """A long prompt raced with its prefill shared (one pass for every lane) and per engine (each lane
     reads the prompt itself, as races did before), interleaved per trial: prompt rows through the
     target, and wall seconds until every lane has its first token."""
-    import pandas as pd
-
-    from ..race.run import RaceSettings, run_race
-
     ids = target.tokenizer.encode("\n\n".join(texts * (prompt_tokens // 20 + 1)))[:prompt_tokens]
     prompt = target.decode(ids)
     settings = RaceSettings(max_new_tokens=4)
@@ -83,7 +79,6 @@ def prefill_work(target: Any, heads: dict, texts: list[str], prompt_tokens: int,
     return pd.DataFrame(rows)
 
 
-
 def race_table(runs: "Any") -> "Any":
     """engine x domain: median solo tok/s, median race tok/s, and race / solo."""
     g = runs.groupby(["engine", "domain"], sort=False)[["solo tok/s", "race tok/s"]].median().reset_index()
@@ -91,55 +86,60 @@ def race_table(runs: "Any") -> "Any":
     return g.round({"solo tok/s": 1, "race tok/s": 1})
 
 
-
-def run_sweep(a: argparse.Namespace) -> int:
+def run_sweep(*, preset: str = "pocket", target: str | None = None, dspark: str | None = None,
+              dflash: str | None = None, prompts: str | Path | None = None, per_domain: int = 3,
+              max_new_tokens: int = 96, temperature: float = 0.0, out: str | Path = "bench-results") -> int:
     """The app's domain sweep from the command line: one race per prompt, the same table and files."""
-    from ..race.run import RaceSettings
-    from ..race.sweep import sweep
-
-    def work(arena: Any, prompts: list[dict]) -> Any:
+    def work(arena: Any, chosen: list[dict]) -> Any:
         last = None
-        for last in sweep(arena.race, prompts, RaceSettings(max_new_tokens=a.max_new_tokens,
-                                                            temperature=a.temperature)):
+        settings = RaceSettings(max_new_tokens=max_new_tokens, sampling=Sampling(temperature))
+        for last in sweep(arena.race, chosen, settings):
             print(f"# {last.done}/{last.total} raced ({last.domain})", file=sys.stderr)
         return last
 
-    prompts, last = on_arena(a, work)
-    header = header_of(a, f"sweep, {len(prompts)} races, {a.max_new_tokens} new tokens, T={a.temperature} "
-                          "(tok/s end to end, on each engine's own engine seconds)")
-    paths = write_outputs(last.rows, last.table, Path(a.out), header)
+    chosen, last = on_arena(work, preset=preset, target=target, dspark=dspark, dflash=dflash, prompts=prompts,
+                            per_domain=per_domain)
+    header = header_of(f"sweep, {len(chosen)} races, {max_new_tokens} new tokens, T={temperature} "
+                       "(tok/s end to end, on each engine's own engine seconds)", preset=preset, target=target)
+    paths = write_outputs(last.rows, last.table, Path(out), header)
     print(paths[0].read_text())
     return 0
 
 
-
-def run_race_vs_solo(a: argparse.Namespace) -> int:
-    prompts, runs = on_arena(a, lambda arena, prompts: arena.call(lambda: race_vs_solo(
-        arena.target, arena.heads, prompts, trials=a.trials, max_new_tokens=a.max_new_tokens)))
-    out = Path(a.out)
+def run_race_vs_solo(*, preset: str = "pocket", target: str | None = None, dspark: str | None = None,
+                     dflash: str | None = None, prompts: str | Path | None = None, per_domain: int = 3,
+                     trials: int = 3, max_new_tokens: int = 96, out: str | Path = "bench-results") -> int:
+    """Each engine alone and in a race (race_vs_solo): prints the table, writes it and the runs to `out`."""
+    chosen, runs = on_arena(lambda arena, chosen: arena.call(lambda: race_vs_solo(
+        arena.target, arena.heads, chosen, trials=trials, max_new_tokens=max_new_tokens)),
+        preset=preset, target=target, dspark=dspark, dflash=dflash, prompts=prompts, per_domain=per_domain)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    header = header_of(a, f"race vs solo, {len(prompts)} prompts, {a.trials} trials, {a.max_new_tokens} new tokens, "
-                          "T=0")
+    header = header_of(f"race vs solo, {len(chosen)} prompts, {trials} trials, {max_new_tokens} new tokens, T=0",
+                       preset=preset, target=target)
     (out / "race_vs_solo.md").write_text(header + "\n\n" + to_markdown(race_table(runs)) + "\n")
     runs.to_csv(out / "race_vs_solo_runs.csv", index=False)
     print((out / "race_vs_solo.md").read_text())
     return 0
 
 
+def run_prefill(*, tokens: int = 1500, preset: str = "pocket", target: str | None = None, dspark: str | None = None,
+                dflash: str | None = None, prompts: str | Path | None = None, per_domain: int = 3, trials: int = 3,
+                out: str | Path = "bench-results") -> int:
+    """A race on a `tokens`-long prompt, its prefill shared vs one per engine (prefill_work)."""
+    def work(arena: Any, chosen: list[dict]) -> Any:
+        return arena.call(lambda: prefill_work(arena.target, arena.heads, [p["prompt"] for p in chosen], tokens,
+                                               trials))
 
-def run_prefill(a: argparse.Namespace) -> int:
-    def work(arena: Any, prompts: list[dict]) -> Any:
-        return arena.call(lambda: prefill_work(arena.target, arena.heads, [p["prompt"] for p in prompts], a.prefill,
-                                               a.trials))
-
-    prompts, runs = on_arena(a, work)
+    chosen, runs = on_arena(work, preset=preset, target=target, dspark=dspark, dflash=dflash, prompts=prompts,
+                            per_domain=per_domain)
     table = runs.groupby("prefill", sort=False).median(numeric_only=True).drop(columns="trial").round(2)
     counts = ["lanes", "prompt tokens", "prompt rows through the target"]
     table[counts] = table[counts].astype(int)
-    out = Path(a.out)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    header = header_of(a, f"prefill work per race, a {a.prefill}-token prompt, {a.trials} trials, interleaved "
-                          "(medians)")
+    header = header_of(f"prefill work per race, a {tokens}-token prompt, {trials} trials, interleaved (medians)",
+                       preset=preset, target=target)
     (out / "prefill.md").write_text(header + "\n\n" + to_markdown(table.reset_index()) + "\n")
     runs.to_csv(out / "prefill_runs.csv", index=False)
     print((out / "prefill.md").read_text())

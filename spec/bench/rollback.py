@@ -1,11 +1,11 @@
-"""What taking a rejected draft back costs, per draft length: `python -m spec bench --rollback`.
+"""What taking a rejected draft back costs, per draft length: `python -m spec bench rollback`.
 
 A verify runs [anchor + k drafts]; here half the drafts land (n = k // 2) and the other rows are taken
 back: trimmed out of attention caches, replayed from the tape in recurrent layers (spec.caches). The
 table puts that rollback next to the verify forward it follows, and next to what the simple exact
 alternative would cost: restoring the pre-round state and running the n + 1 kept rows again (a second
 forward). Targets: random models of the published configs in assets/bench/rollback/targets.json
-(dense, hybrid, MoE; layer patterns as published, widths shrunk), or any model folder / hub id.
+(dense, hybrid, MoE; layer patterns as published, widths shrunk), or any model folder / hub id (--target).
 """
 
 from __future__ import annotations
@@ -16,18 +16,23 @@ import statistics
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..loop.calibrate import ms_of
+import mlx.core as mx
+import pandas as pd
+from mlx_lm.utils import _get_classes
 
-TARGETS = Path(__file__).resolve().parents[1] / "assets" / "bench" / "rollback" / "targets.json"
+from ..cpu import blas_info, cpu_name
+from ..loop.caches import copy_cache
+from ..loop.calibrate import ms_of
+from ..loop.tree import DraftTree
+from ..report import to_markdown
+from ..target import Target, check_tappable, load_target, target_family
+
+TARGETS = Path(__file__).resolve().parents[2] / "assets" / "bench" / "rollback" / "targets.json"
 KS = (1, 4, 8, 15)
 
 
 def random_target(cfg: dict) -> Any:
     """A Target over a randomly initialised model of `cfg` (in memory, no tokenizer)."""
-    from mlx_lm.utils import _get_classes
-
-    from ..target import Target, check_tappable, target_family
-
     check_tappable(cfg, target_family(cfg))
     model_cls, args_cls = _get_classes(cfg)
     return Target(model=model_cls(args_cls.from_dict(cfg)), tokenizer=None, config=cfg, name=cfg["model_type"])
@@ -44,10 +49,6 @@ def _arrays(cache: list) -> list:
 def measure(target: Any, ks: Sequence[int] = KS, runs: int = 7, context: int = 64, seed: int = 0) -> list[dict]:
     """Median ms of the verify forward of k + 1 rows, of taking k - k // 2 of them back, and of the
     alternative (a second forward of the kept rows from a copy of the pre-round cache), per k."""
-    import mlx.core as mx
-
-    from ..loop.caches import copy_cache
-
     ids = mx.random.randint(0, target.vocab_size, (context + max(ks) + 1,), key=mx.random.key(seed)).tolist()
     base = target.make_cache()
     target(mx.array([ids[:context]]), base)
@@ -83,11 +84,6 @@ TREES = {"spine": list(range(11)) + [0, 1, 2, 3], "bushy": [0, 0, 1, 1, 2, 2, 3,
 def measure_trees(target: Any, runs: int = 7, context: int = 64, seed: int = 0) -> list[dict]:
     """Median ms of verifying 15 drafts as a chain and as each tree of TREES (the same 16 rows), and of
     keeping the tree's last path afterwards (spec.branches replays recurrent layers from that path)."""
-    import mlx.core as mx
-
-    from ..loop.caches import copy_cache
-    from ..loop.tree import DraftTree
-
     ids = mx.random.randint(0, target.vocab_size, (context + 16,), key=mx.random.key(seed)).tolist()
     base = target.make_cache()
     target(mx.array([ids[:context]]), base)
@@ -115,29 +111,23 @@ def measure_trees(target: Any, runs: int = 7, context: int = 64, seed: int = 0) 
     return rows
 
 
-def run(models: Sequence[str] | None, out: Path, runs: int = 7) -> int:
-    """Measure the shipped random targets (or `models`), print and write the table."""
-    import mlx.core as mx
-    import pandas as pd
-
-    from ..cpu import blas_info, cpu_name
-    from ..report import to_markdown
-    from ..target import load_target
-
-    if models:
-        targets = {m: (m, lambda m=m: load_target(m)) for m in models}
+def run_rollback(*, target: str | None = None, out: str | Path = "bench-results", runs: int = 5) -> int:
+    """Measure the shipped random targets (or `target`, a folder or hub id), print and write the table."""
+    out = Path(out)
+    if target:
+        targets = {target: (target, lambda: load_target(target))}
     else:
         spec = json.loads(TARGETS.read_text())["targets"]
         targets = {name: (t["source"], lambda c=t["config"]: random_target(c)) for name, t in spec.items()}
     table, trees = [], []
     for name, (source, build) in targets.items():
-        target = build()
-        recurrent = len(target.recurrent)
-        for row in measure(target, runs=runs):
-            table.append({"target": name, "config of": source, "family": target.family,
-                          "recurrent layers": f"{recurrent} / {target.num_layers}", **row})
-        if target.check_trees() == "":
-            trees += [{"target": name, **row} for row in measure_trees(target, runs=runs)]
+        model = build()
+        recurrent = len(model.recurrent)
+        for row in measure(model, runs=runs):
+            table.append({"target": name, "config of": source, "family": model.family,
+                          "recurrent layers": f"{recurrent} / {model.num_layers}", **row})
+        if model.check_trees() == "":
+            trees += [{"target": name, **row} for row in measure_trees(model, runs=runs)]
         print(f"measured {name}", flush=True)
     df = pd.DataFrame(table)
     shown = df.assign(**{"rollback share": (df["rollback_share"] * 100).map("{:.1f}%".format),

@@ -1,4 +1,4 @@
-"""`python -m spec bench --tree-estimate RUNS_CSV`: what trees should add over chains on this machine.
+"""`python -m spec bench tree-estimate RUNS_CSV`: what trees should add over chains on this machine.
 
 By `auto`'s own arithmetic (spec.autodraft): the best chain against the best tree, in expected tokens per
 millisecond, from this machine's measured costs and each head's measured acceptance: its first choice per
@@ -11,10 +11,22 @@ where a head is sometimes sure and sometimes not, trees chosen round by round pa
 
 from __future__ import annotations
 
+import statistics
+import sys
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from ..heads.registry import load_dflash, load_dspark
 from ..loop.autodraft import Costs, expected_tokens, round_ms, tree_tokens
+from ..loop.calibrate import WarmPair, cached_costs, ms_of
+from ..loop.slots import by_method_and_domain
+from ..presets import get_preset, resolve
+from ..progress import Console
+from ..report import machine_line, to_markdown
+from ..target import load_target
 
 ROW_COSTS = (None, 0.03, 0.01)  # a verified row's cost as a share of a plain step (None: as measured)
 FULL_ROWS = {"dspark": "DSpark full", "dflash": "DFlash full"}  # head-to-head rows: a whole chain every round
@@ -78,10 +90,6 @@ def round_kinds(target: Any, head: Any, runs: int = ROUND_RUNS) -> dict[str, flo
     """Median ms of three rounds of the head's whole block, in turn on one warm cache: a chain as the loop
     runs it (drafts and verify one evaluation), the same chain read to the host before its verify (as a
     tree must be: its shape is built from the drafts' values), and a tree of as many drafts."""
-    import statistics
-
-    from ..loop.calibrate import WarmPair, ms_of
-
     pair, K = WarmPair(target, head), head.max_drafts
     kinds = {"chain": lambda: pair.chain_round(K), "chain, synced": lambda: pair.chain_round(K, sync=True),
              "tree": pair.tree_round}
@@ -94,42 +102,40 @@ def round_kinds(target: Any, head: Any, runs: int = ROUND_RUNS) -> dict[str, flo
     return {k: statistics.median(v) for k, v in ms.items()}
 
 
-def run(args: Any) -> int:
-    """Load the preset's pair, read (or measure) its costs here, print the table."""
-    import sys
-
-    import pandas as pd
-
-    from ..heads.registry import load_dflash, load_dspark
-    from ..loop.calibrate import cached_costs
-    from ..loop.slots import by_method_and_domain
-    from ..presets import resolve
-    from ..progress import Console
-    from ..report import machine_line, to_markdown
-    from ..target import load_target
-
+def read_counts(runs_csv: str | Path) -> dict | None:
+    """A head-to-head runs.csv's slot counts per (method, domain); None, said on stderr, when it is
+    missing, not a bench's runs.csv, or has no full-chain rows."""
     try:
-        counts = by_method_and_domain(pd.read_csv(args.tree_estimate))
-        chains = [m for m, _ in counts if m.startswith(tuple(FULL_ROWS.values()))]
+        counts = by_method_and_domain(pd.read_csv(runs_csv))
     except (OSError, ValueError, KeyError) as e:  # missing, unreadable, not a bench's runs.csv
         why = f"no column {e}" if isinstance(e, KeyError) else str(e)
-        print(f"--tree-estimate: cannot read {args.tree_estimate} as a bench's runs.csv: {why}", file=sys.stderr)
+        print(f"tree-estimate: cannot read {runs_csv} as a bench's runs.csv: {why}", file=sys.stderr)
+        return None
+    if not any(m.startswith(tuple(FULL_ROWS.values())) for m, _ in counts):
+        print(f"tree-estimate: {runs_csv} has no '{FULL_ROWS['dspark']}' or '{FULL_ROWS['dflash']}' rows with "
+              "per-slot counts (run `python -m spec bench head-to-head --methods full,tree` first)", file=sys.stderr)
+        return None
+    return counts
+
+
+def run_tree_estimate(runs_csv: str | Path, *, preset: str = "pocket", target: str | None = None,
+                      dspark: str | None = None, dflash: str | None = None) -> int:
+    """Load the preset's pair (or the given models), read (or measure) its costs here, print the table;
+    2 when `runs_csv` cannot serve (read_counts), before any model loads."""
+    counts = read_counts(runs_csv)
+    if counts is None:
         return 2
-    if not chains:
-        print(f"--tree-estimate: {args.tree_estimate} has no '{FULL_ROWS['dspark']}' or '{FULL_ROWS['dflash']}' "
-              "rows with per-slot counts (run `python -m spec bench --methods full,tree` first)", file=sys.stderr)
-        return 2
-    progress = Console()  # a first run here measures each head's costs: say so
-    target = load_target(args.target or resolve(args.preset, "target", progress))
-    heads = {"dspark": load_dspark(args.dspark or resolve(args.preset, "dspark", progress), target),
-             "dflash": load_dflash(args.dflash or resolve(args.preset, "dflash", progress), target)}
-    costs = {k: cached_costs(target, h, progress=progress) for k, h in heads.items()}
-    rows = table(counts, costs)
+    p, progress = get_preset(preset), Console()  # a first run here measures each head's costs: say so
+    loaded = load_target(target or resolve(p.target, "target", progress))
+    refs = {"dspark": dspark or p.dspark, "dflash": dflash or p.dflash}
+    heads = {k: (load_dspark if k == "dspark" else load_dflash)(resolve(ref, k, progress), loaded)
+             for k, ref in refs.items() if ref}
+    costs = {k: cached_costs(loaded, h, progress=progress) for k, h in heads.items()}
     print(machine_line())
-    print(to_markdown(pd.DataFrame(rows)))
+    print(to_markdown(pd.DataFrame(table(counts, costs))))
     for k, c in costs.items():
         row_ms = (c.verify[-1] - c.verify[0]) / c.max_k
-        rounds = round_kinds(target, heads[k])
+        rounds = round_kinds(loaded, heads[k])
         print(f"{FULL_ROWS[k].split()[0]}: a plain step {c.verify[0]:.1f} ms, a verified row {row_ms:.1f} ms "
               f"({100 * row_ms / c.verify[0]:.1f}% of a step), a tree's own cost {c.tree_ms:.1f} ms (calibrated). "
               f"Rounds of {c.max_k} drafts in turn, median of {ROUND_RUNS}: "
