@@ -108,7 +108,8 @@ def test_race_vs_solo_smoke(tiny_dir, tmp_path):
 def test_sweep_smoke_and_its_table_equals_the_races(tiny_dir, tmp_path, qwen3):
     """`bench sweep` and the app's tab share spec.sweep: each cell is the summary of the races it ran."""
     from spec.heads.registry import load_dflash, load_dspark
-    from spec.race.run import RaceSettings, run_race
+    from spec.race.run import run_race
+    from spec.race.settings import RaceSettings
     from spec.race.sweep import grid, sweep
 
     out = tmp_path / "sweep"

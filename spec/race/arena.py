@@ -7,7 +7,6 @@ back through futures and queues.
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import queue
 import threading
@@ -187,17 +186,6 @@ def head_error(kind: str, ref: str, e: Exception) -> str:
     name = {"dspark": "DSpark head", "dflash": "DFlash head"}[kind]
     why = str(e)
     return why if why.startswith(name) else f"{name} {ref!r} could not be loaded: {why}"
-
-
-def on_arena(a: argparse.Namespace, work: Any) -> tuple[list[dict], Any]:
-    """The prompts (--prompts, or the held-out ones) and work(arena, prompts) on the arena of --preset or
-    the given target and heads, closed afterwards."""
-    prompts = load_prompts(Path(a.prompts)) if a.prompts else default_prompts(a.per_domain)
-    arena = load_preset_arena(a.preset, a.target, a.dspark, a.dflash)
-    try:
-        return prompts, work(arena, prompts)
-    finally:
-        arena.close()
 
 
 def default_prompts(per_domain: int) -> list[dict]:

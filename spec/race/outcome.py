@@ -21,7 +21,7 @@ from ..loop.engine import GenResult
 ENGINES = ("dspark", "dflash", "greedy")
 NAMES = {"dspark": "DSpark", "dflash": "DFlash", "greedy": "Greedy baseline"}
 # The least relative difference between two lanes that is not called a tie: twice the run-to-run spread
-# of a race's speedup, measured by racing the same prompts again (`python -m spec bench --noise` writes
+# of a race's speedup, measured by racing the same prompts again (`python -m spec bench noise` writes
 # it; assets/bench/noise/noise.md shows the races). A race's own timing noise can widen it (tie_band).
 NOISE = Path(__file__).resolve().parents[2] / "assets" / "bench" / "noise" / "noise.json"
 TIE_FLOOR = float(json.loads(NOISE.read_text())["tie_floor"]) if NOISE.exists() else 0.05

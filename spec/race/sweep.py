@@ -2,7 +2,7 @@
 accept / tok/s / speedup vs greedy, with a lossless verdict per cell), updated after every prompt. Its
 tok/s and speedup are the race's one measure (spec.race.outcome): end to end, tokens per engine second.
 
-One implementation for the app's sweep tab, its `/sweep` API and `python -m spec bench --sweep`; the
+One implementation for the app's sweep tab, its `/sweep` API and `python -m spec bench sweep`; the
 per-prompt rows have the bench's schema, so the same summary (`summarise`) and cells (`grid`) serve both.
 """
 
