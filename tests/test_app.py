@@ -1,6 +1,7 @@
 """The Gradio app: named API endpoint, two clients at once, and a real browser (Debian chromium).
 
-The app runs as `python -m demo` in a subprocess (the real entry point, its own MLX thread),
+The app runs as `python -m demo` in a subprocess (the real entry point, its own MLX thread; one server
+for the session, shared with other test modules: tests/conftest.py),
 offline (HF_HUB_OFFLINE=1: a hub preset fails fast with a readable error instead of downloading).
 Screenshots go to $SPEC_ARENA_ARTIFACTS (default tests/artifacts/); the pocket preset's (a real
 model, trained heads, a finished race) also goes to $SPEC_ARENA_SCREENSHOT when set (for assets/screenshot.png),
@@ -13,12 +14,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
-import subprocess
 import sys
-import time
 import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,92 +23,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from served import App, artifacts, opened  # noqa: E402,F401 (other test modules import them from here)
+
 from demo.lanes import Lane, text_html  # noqa: E402
 from demo.stage import CUSTOM_LABEL, preset_choices  # noqa: E402
 from demo.view import View  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PROMPT = "Write a Python function that reverses a string."
-
-
-# -- a served app ----------------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class App:
-    """`python -m demo ARGS` (or `entry`: `python demo/app.py ARGS`) on a free port, torn down by pid (its own process only). The server answers
-    at once and prepares its model in the background; ready=True also waits until the console says the
-    model is ready (or could not be loaded)."""
-
-    def __init__(self, args: list[str], log: Path, timeout: float = 180.0, ready: bool = True, env: dict | None = None,
-                 entry: tuple[str, ...] = ("-m", "demo")):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/"
-        self.log = log
-        env = dict(os.environ, HF_HUB_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False", **(env or {}))
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen([sys.executable, *entry, "--port", str(self.port), *args], cwd=ROOT,
-                                     env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
-        deadline = self.started + timeout
-        self.answered = None  # seconds from start until the URL answered
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the app exited ({self.proc.returncode}):\n{log.read_text()}")
-            if self.answered is None:
-                try:
-                    with urllib.request.urlopen(self.url, timeout=2) as r:
-                        if r.status == 200:
-                            self.answered = time.monotonic() - self.started
-                except OSError:
-                    pass
-            if self.answered is not None and (not ready or self.prepared()):
-                return
-            time.sleep(0.25)
-        self.close()
-        raise RuntimeError(f"the app did not answer within {timeout} s:\n{log.read_text()}")
-
-    def prepared(self) -> bool:
-        text = self.log.read_text()
-        return " is ready" in text or "spec-arena: could not load" in text
-
-    def wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not self.prepared():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                raise RuntimeError(f"the app did not get ready within {timeout} s:\n{self.log.read_text()}")
-            time.sleep(0.5)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-@pytest.fixture(scope="module")
-def app(tiny_dir, tmp_path_factory):
-    a = App(["--target", str(tiny_dir / "qwen3"), "--dspark", str(tiny_dir / "dspark-qwen3"),
-             "--dflash", str(tiny_dir / "dflash-qwen3")], tmp_path_factory.mktemp("app") / "app.log")
-    yield a
-    a.close()
-
-
-def artifacts() -> Path:
-    out = Path(os.environ.get("SPEC_ARENA_ARTIFACTS") or ROOT / "tests" / "artifacts")
-    out.mkdir(parents=True, exist_ok=True)
-    if not os.environ.get("SPEC_ARENA_ARTIFACTS") and not (out / ".gitignore").exists():
-        (out / ".gitignore").write_text("*\n")  # CI keeps them as artifacts; git never sees them
-    return out
 
 
 # -- painting, without a server --------------------------------------------------------------------
@@ -281,6 +199,7 @@ def test_two_clients_at_once_both_finish_lossless(app):
         assert len({out["texts"][n] for n in ("dspark", "dflash", "greedy")}) == 1
 
 
+@pytest.mark.slow  # a second app server, started from the file
 def test_python_demo_app_py_serves_the_page(tiny_dir, tmp_path):
     """The command this app was made for, `python demo/app.py --port P`, starts the same app as
     `python -m demo`: the page answers on that port and the model gets ready."""
@@ -311,18 +230,6 @@ def test_errors_are_readable_and_the_app_keeps_serving(app):
 
 # -- the browser ---------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
 LANE_IDS = ("dspark", "dflash", "greedy")
 STREAMING_JS = """() => {
   const st = document.querySelector('#status .status');
@@ -337,21 +244,6 @@ def visit(page, url: str, timeout: float = 120_000) -> None:
     page.goto(url)
     page.wait_for_function("() => { const b = document.querySelector('#run'); return b && !b.disabled; }",
                            timeout=timeout)
-
-
-@contextmanager
-def opened(browser, failure: str | None = None, size: tuple[int, int] | None = (1440, 1000)):
-    """A new page (size: its viewport; None: Playwright's default), closed afterwards; when the test fails
-    inside, its full picture goes to the artifacts as `failure`."""
-    page = browser.new_page(**({"viewport": {"width": size[0], "height": size[1]}} if size else {}))
-    try:
-        yield page
-    except Exception:
-        if failure:
-            page.screenshot(path=str(artifacts() / failure), full_page=True)
-        raise
-    finally:
-        page.close()
 
 
 def set_max_tokens(page, n: int) -> None:
@@ -526,44 +418,6 @@ def test_closing_the_page_mid_race_frees_the_arena(app, browser):
     page.close()  # Gradio closes the handler; the arena stops within a round and serves the next race
     out = Client(app.url, verbose=False).submit(PROMPT, 8, api_name="/race").result(timeout=90)  # no deadlock
     assert out["verdicts"]["dflash"] == "identical to greedy"
-
-
-@pytest.fixture(scope="module")
-def pocket_app(tmp_path_factory, browser, pocket_home):
-    from spec.errors import SpecError
-    from spec.presets import resolve
-
-    try:
-        for kind in ("target", "dspark", "dflash"):
-            resolve("pocket", kind)
-    except SpecError as e:
-        pytest.skip(str(e))
-    cold = not Path(pocket_home["SPEC_ARENA_CALIBRATION"]).exists()
-    app = App(["--preset", "pocket"], tmp_path_factory.mktemp("pocket") / "app.log", timeout=60, ready=False,
-              env=pocket_home)
-    try:
-        app.first_look = first_look(browser, app.url) if cold else None
-        app.wait_ready(600)
-    except BaseException:
-        app.close()
-        raise
-    yield app
-    app.close()
-
-
-def first_look(browser, url: str) -> dict:
-    """The page of a cold start while it prepares, on a desktop and a phone (screenshots of both)."""
-    out = {}
-    for size, name in (((1440, 1000), "app-pocket-preparing.png"), ((390, 844), "app-pocket-preparing-phone.png")):
-        with opened(browser, "app-pocket-preparing-failure.png", size) as page:
-            page.goto(url)  # no waiting for the model: this is the page while it prepares
-            page.wait_for_selector("#preparing li:has-text('calibrating')", timeout=300_000)
-            out[name] = {"run disabled": page.locator("#run").is_disabled(), "run": page.locator("#run").inner_text(),
-                         "status": page.locator("#status").inner_text(),
-                         "preparing": page.locator("#preparing").inner_text(),
-                         "header": page.locator("#header").inner_text()}
-            page.screenshot(path=str(artifacts() / name), full_page=False)
-    return out
 
 
 @pytest.mark.browser

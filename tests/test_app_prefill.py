@@ -8,8 +8,7 @@ import time
 from contextlib import contextmanager
 
 import pytest
-
-from test_app import app, browser, opened, pocket_app, visit, wait_done  # noqa: F401 (fixtures)
+from test_app import opened, visit, wait_done
 
 LONG = " ".join(f"Paragraph {i}: the committee reviewed the river survey, the bridge inspection and the budget "
                 f"for the coming season, and asked for a short summary of each item." for i in range(60))

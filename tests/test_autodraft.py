@@ -212,6 +212,7 @@ def test_auto_is_lossless_with_lengths_that_move(tiny_dir, qwen3):
     assert res.token_ids == want and len(set(res.drafted)) >= 2  # the length changed during the generation
 
 
+@pytest.mark.slow  # an exact-sample (chi-square) test: 1200 generations
 def test_auto_samples_the_targets_law_at_t_gt_0(tiny_dir):
     """The first three tokens through the engine with auto lengths, against the target's own joint law."""
     from scipy.stats import chisquare

@@ -82,6 +82,13 @@ def test_an_unknown_preset_stops_before_serving(capsys):
         parse_args(["--preset", "nosuch"])
     assert e.value.code == 2 and capsys.readouterr().err == said + "\n"
     assert parse_args(["--preset", "nosuch", "--target", "some/folder"]).target == "some/folder"  # custom: no preset
+
+
+@pytest.mark.slow  # the app's command in a subprocess
+def test_the_app_command_stops_on_an_unknown_preset_before_serving():
+    from spec.presets import PRESETS
+
+    said = f"error: unknown preset 'nosuch' (choose from {', '.join(PRESETS)})"
     run = subprocess.run([sys.executable, "-m", "demo", "--preset", "nosuch", "--port", "7919"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "Running on" not in run.stdout + run.stderr, run.stdout + run.stderr

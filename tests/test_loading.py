@@ -10,19 +10,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_app import PROMPT, App, browser, opened, visit  # noqa: F401  (browser: the shared fixture)
+from served import App
+from test_app import PROMPT, opened, visit
 
 
 def tiny_args(tiny_dir: Path) -> list[str]:
     return ["--target", str(tiny_dir / "qwen3"), "--dspark", str(tiny_dir / "dspark-qwen3"),
             "--dflash", str(tiny_dir / "dflash-qwen3")]
-
-
-@pytest.fixture(scope="module")
-def app(tiny_dir, tmp_path_factory):
-    a = App(tiny_args(tiny_dir), tmp_path_factory.mktemp("page") / "app.log")
-    yield a
-    a.close()
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 row without console errors, whole-round x labels on the chart, Run off while a race runs; and the two
 notes a finished lane or race can carry (cut at max tokens, slower than greedy).
 
-Browser tests reuse tests/test_app.py's served app (tiny random models) and Debian's Chromium."""
+Browser tests reuse the session's served app (tiny random models) and Chromium (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,7 @@ sys.path.insert(0, str(ROOT))
 from test_app import (  # noqa: E402,F401
     PROMPT,
     STREAMING_JS,
-    app,
     artifacts,
-    browser,
     fixed_lengths,
     opened,
     set_max_tokens,
@@ -100,7 +98,9 @@ def test_a_lane_shows_its_last_rounds_tree_and_the_branch_that_landed():
     assert "drafting 3" in card and "<svg" not in text_html("dflash", lane)  # a chain: its length, no picture
     lane.meter.add(Round("dflash", 3, [9], 0, 0, "", 0.1))
     assert "parked: plain step" in meters_html("dflash", lane, 1.0)
-    from spec.race.outcome import Outcome  # finished: how often it branched, and the last tree round's picture
+    from spec.race.outcome import (
+        Outcome,  # finished: how often it branched, and the last tree round's picture
+    )
 
     lane.outcome = Outcome.of({"dflash": result("dflash", 2.0)}).lanes["dflash"]
     card = meters_html("dflash", lane, 1.0)

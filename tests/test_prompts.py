@@ -137,6 +137,7 @@ print(json.dumps(out + [sha(P.build_sets(500, seed=0, n_heldout=100))]))
 """
 
 
+@pytest.mark.slow  # a child interpreter builds every set afresh
 def test_all_sets_are_pinned_on_the_python_they_were_made_with():
     where = f"{sys.platform}-{platform.python_version()}"
     if where not in PINNED_ALL:

@@ -3,7 +3,7 @@ Stop beside it) is on screen at every moment of a race, sampled every frame whil
 and at the finish; a stopped race says so once and lists the lanes in the order they had got to; a race
 file that cannot be opened says why where the user looks. On a desktop (1440x900) and a 390 px phone.
 
-Browser tests reuse tests/test_app.py's served app (tiny random models) and Debian's Chromium."""
+Browser tests reuse the session's served app (tiny random models) and Chromium (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from test_app import STREAMING_JS, app, artifacts, browser, opened, visit  # noqa: E402,F401
+from test_app import STREAMING_JS, artifacts, opened, visit  # noqa: E402
 from test_page import fresh, open_file, settings  # noqa: E402
 
 SIZES = [(1440, 900), (390, 844)]

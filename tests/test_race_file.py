@@ -75,6 +75,7 @@ def test_the_markdown_summary_holds_the_table_verdicts_and_settings(raced):
     assert "per draft slot" in md and "confidence cut 0.2" in md and "Models: target tiny." in md
 
 
+@pytest.mark.slow  # CLI subprocesses
 def test_the_cli_opens_a_saved_race_without_a_model(raced, tmp_path):
     events, record = raced
     path = tmp_path / "race.json"

@@ -6,7 +6,6 @@ import json
 from dataclasses import replace
 
 import pytest
-from test_app import app  # noqa: F401 (the served app on tiny random models)
 from test_outcome import race
 
 from spec.errors import SpecError
@@ -144,6 +143,7 @@ def test_three_races_of_one_prompt_commit_the_same_rounds_at_t0_and_seeded_t_gt_
         arena.close()
 
 
+@pytest.mark.slow  # CLI subprocesses
 def test_the_race_command_repeats_and_prints_speedups_and_medians(tiny_dir):
     import subprocess
     import sys

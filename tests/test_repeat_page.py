@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from test_app import app, artifacts, browser, opened  # noqa: E402,F401
+from test_app import artifacts, opened  # noqa: E402
 from test_outcome import race  # noqa: E402
 from test_page import fresh  # noqa: E402
 from test_race_bar import table_rows  # noqa: E402

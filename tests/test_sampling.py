@@ -3,6 +3,7 @@ engine; the acceptance rule alone, for chains and trees, is checked in tests/tes
 
 import mlx.core as mx
 import numpy as np
+import pytest
 from scipy.stats import chisquare
 
 from spec.heads.registry import load_dspark
@@ -46,6 +47,7 @@ def later_tokens_law(t, prompt, s):
     return exp
 
 
+@pytest.mark.slow  # an exact-sample (chi-square) test: 1500 generations
 def test_end_to_end_joint_distribution(tiny_dir):
     """First three tokens sampled through the whole engine (DSpark, cap 2) vs the target's own law,
     bucketed by (x2, x3) after x1: the drafted and verified tokens."""

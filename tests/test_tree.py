@@ -232,6 +232,7 @@ def wrong_walk(tree: DraftTree, logits: mx.array, s: Sampling, rng: np.random.Ge
     return int(rng.choice(6, p=p / p.sum()))
 
 
+@pytest.mark.slow  # the chi-square tests of the acceptance rule
 @pytest.mark.parametrize("s, draws", [(Sampling(1.0), 3), (Sampling(0.7, top_k=4, seed=1), 2),
                                       (Sampling(1.3, top_p=0.8, seed=2), 4), (Sampling(1.0, seed=3), 1)])
 def test_the_multi_draft_rule_samples_the_target(s, draws):
@@ -242,6 +243,7 @@ def test_the_multi_draft_rule_samples_the_target(s, draws):
     assert chisquare(counts[keep], p[keep] / p[keep].sum() * counts.sum()).pvalue > 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("draws", [1, 3])
 def test_a_rule_without_the_residual_is_caught(draws):
     s = Sampling(1.0, seed=4)
@@ -250,6 +252,7 @@ def test_a_rule_without_the_residual_is_caught(draws):
     assert chisquare(counts, p / p.sum() * counts.sum()).pvalue < 1e-6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("draws", [1, 2])
 def test_a_draft_vocabulary_that_cannot_draw_some_tokens_still_samples_the_target(draws):
     """q over a subset of the vocabulary (a draft vocabulary maps it back), zero elsewhere."""
@@ -272,6 +275,7 @@ def test_sampled_trees_of_both_heads_run_and_stay_in_the_vocabulary(trio):
         assert all(d <= 9 for d in res.drafted) and max(res.drafted) > 5  # several chains: more than one deep
 
 
+@pytest.mark.slow
 def test_end_to_end_trees_sample_the_targets_joint_law(tiny_dir):
     """Tokens 2 and 3 sampled through the whole engine with drawn trees (DSpark, 3 chains) vs the
     target's own law, as tests/test_sampling.py checks chains."""

@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from test_app import app, artifacts, browser, opened  # noqa: E402,F401
+from test_app import artifacts, opened  # noqa: E402
 from test_page import replay_file  # noqa: E402
 
 from demo.confidence_chart import confidence_chart, cuts_html  # noqa: E402

@@ -55,7 +55,7 @@ def test_engine_race_and_cli_pass_the_switch(shrunk_targets, shrunk_dir):
 @pytest.fixture(scope="module")
 def qwen3_template_app(tiny_dir, tmp_path_factory):
     """The app on the tiny Qwen3 pair, its tokenizer carrying Qwen3's published template."""
-    from test_app import App
+    from served import App
 
     root = tmp_path_factory.mktemp("qwen3-template")
     target = root / "target"
