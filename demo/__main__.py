@@ -2,12 +2,13 @@
 
 import sys
 
+from spec.cpu import ensure_fast_blas  # light: spec.cpu loads no MLX (that is its point)
+
 
 def run() -> int:
-    from spec.cpu import ensure_fast_blas
-
+    """Fast BLAS, then the app: demo.app imports gradio and MLX, so it is imported only after."""
     ensure_fast_blas()
-    from demo.app import main
+    from demo.app import main  # here, not at the top: MLX must not load before ensure_fast_blas()
 
     return main()
 

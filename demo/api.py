@@ -14,6 +14,13 @@ from typing import Any, Callable, Iterator, Optional, TypedDict
 import gradio as gr
 
 from demo.knobs import described, echo, knob_params, name_api_inputs, settings_of
+from demo.sweep_tab import sweep_api
+from demo.view import View
+from spec.errors import SpecError
+from spec.race.file import read_race
+from spec.race.repeat import repeat_count, repeat_race, repeated, shown_outcome
+from spec.race.run import replay as replayed
+from spec.report import results_table
 
 ROUNDS_PER_UPDATE = 4  # /race_stream: one update per this many rounds (and at each lane's end)
 KNOWN = ("start", "round", "done", "finish")  # event kinds the stream reads; others (e.g. "prefill") skipped
@@ -120,9 +127,6 @@ def race_events(stage: Any, prompt: str, knobs: dict[str, Any]) -> Iterator[Any]
 def race_result(events: list, models: dict[str, str], rep: Any = None) -> RaceResult:
     """A finished race's record as the API gives it: every number from its outcome (spec.outcome); with a
     repeat (spec.repeat.Repeated), the places, headline and band from its medians."""
-    from spec.race.repeat import shown_outcome
-    from spec.report import results_table
-
     final, start = events[-1], events[0]
     out = final.outcome
     shown, each = shown_outcome(out, rep)  # a repeat's table follows its medians, as the page's does
@@ -170,9 +174,6 @@ def repeated_events(stage: Any, prompt: str, repeat: Any, knobs: dict[str, Any])
     """(race, races, event) of `repeat` races of the prompt on the served arena, in turn (spec.repeat); bad
     input and failures become one readable gr.Error (no traceback in the server's log: the message is the
     whole story)."""
-    from spec.errors import SpecError
-    from spec.race.repeat import repeat_count, repeat_race
-
     arena = stage.arena
     if arena is None:
         raise gr.Error(stage.tell(stage.error or "no model is loaded"), print_exception=False)
@@ -187,107 +188,119 @@ def repeated_events(stage: Any, prompt: str, repeat: Any, knobs: dict[str, Any])
         raise gr.Error(stage.tell(e), print_exception=False) from None
 
 
+def race(stage: Any, /, prompt: str, repeat: int = 1, **values: Any) -> RaceResult:
+    """/race: one race (or a repeat) to the end."""
+    events, finishes = [], []
+    for _, n, ev in repeated_events(stage, prompt, repeat, values):
+        events = [] if ev.kind == "start" else events
+        events.append(ev)
+        finishes += [ev] if ev.kind == "finish" else []
+    return race_result(events, stage.names(), repeated(finishes, n) if n > 1 else None)
+
+
+def race_stream(stage: Any, /, prompt: str, repeat: int = 1, **values: Any) -> Iterator[StreamUpdate]:
+    """/race_stream: the same race live, an update every ROUNDS_PER_UPDATE rounds and at each lane's end."""
+    view, since, events, finishes = None, 0, [], []
+    for i, races, ev in repeated_events(stage, prompt, repeat, values):
+        if ev.kind == "start":
+            view, events = None, []  # each race of a repeat streams from its start
+        events.append(ev)
+        if ev.kind not in KNOWN:
+            continue
+        view = view or View.for_arena(stage.arena, ev.settings)  # the first event read is "start"
+        view.feed(ev)
+        since += ev.kind == "round"
+        finishes += [ev] if ev.kind == "finish" else []
+        if ev.kind in ("done", "finish") or since >= ROUNDS_PER_UPDATE:
+            since = 0
+            last = ev.kind == "finish" and (i == races or ev.outcome.stopped)
+            rep = repeated(finishes, races) if last and races > 1 else None
+            yield StreamUpdate(state=view.state if view.state != "waiting" else "racing", race=i, races=races,
+                               wall_seconds=round(view.wall, 3), race_clock_seconds=round(view.clock, 3),
+                               lanes={n: lane_update(view, n) for n in view.lanes},
+                               result=race_result(events, stage.names(), rep) if last else None)
+
+
+def replay(stage: Any, /, prompt: str, speed: float = 1.0, **values: Any) -> Iterator[ReplayUpdate]:
+    """/replay: one race, then its rounds again at the moments its engines reached them."""
+    events = list(race_events(stage, prompt, values))
+    texts: dict[str, str] = {}
+    try:
+        for ev in replayed(events, speed):
+            if ev.kind == "round":
+                texts[ev.engine] = texts.get(ev.engine, "") + ev.round.text
+                yield ReplayUpdate(wall=round(ev.wall, 3), engine=ev.engine, tokens=ev.meter.tokens,
+                                   text=texts[ev.engine], result=None)
+            elif ev.kind == "finish":
+                yield ReplayUpdate(wall=round(ev.wall, 3), engine=None, tokens=0, text="",
+                                   result=race_result(events, stage.names()))
+    except SpecError as e:
+        raise gr.Error(str(e), print_exception=False) from None
+
+
+def load_race(stage: Any, /, race_json: str) -> RaceResult:
+    """/load_race: a saved race's result from its file's text (no model runs; `stage` is unused)."""
+    if not str(race_json).lstrip().startswith("{"):  # the file's text only: never a path on this server
+        raise gr.Error("race_json must be a race file's text (JSON), as the race's download holds it",
+                       print_exception=False)
+    try:
+        events, header = read_race(race_json)
+    except SpecError as e:
+        raise gr.Error(str(e), print_exception=False) from None
+    return race_result(events, header.get("models") or {})
+
+
+def sweep(stage: Any, /, domains: str = "chat,code,math", per_domain: int = 2, prompts: str = "",
+          **values: Any) -> SweepResult:
+    """/sweep: the domain sweep to the end (demo.sweep_tab, as the page's tab runs it)."""
+    return sweep_api(stage, domains, per_domain, prompts, values)
+
+
+def endpoint_params() -> dict[str, list]:
+    """api name -> its parameters (name, type, default, description); the knobs as the page's Settings."""
+    knobs = knob_params()
+    race_params = [PROMPT, *knobs, REPEAT]
+    return {"race": race_params, "race_stream": race_params, "replay": [PROMPT, *knobs, SPEED], "load_race": [LOAD],
+            "sweep": [("domains", str, "chat,code,math", "comma-separated: chat, code, math (their example prompts)"),
+                      ("per_domain", int, 2, "example prompts per domain, 1 to 6"),
+                      ("prompts", str, "", "your own prompts instead, one a line (domain: custom)"),
+                      *[(n, t, 48 if n == "max_new_tokens" else d, desc) for n, t, d, desc in knobs]]}
+
+
+ENDPOINTS: dict[str, tuple[Callable, str, Any]] = {  # api name -> (endpoint over a stage, what it says, what it gives)
+    "race": (race, "Run one race to the end: the outcome (headline, winner, places with finish times and the one "
+             "speedup, end to end), the results table, the texts, the lossless verdicts and the settings it ran "
+             "with; repeat 3 or 5: the prompt raced that many times in turn, each lane's speedups and median, places "
+             "by the medians.", RaceResult),
+    "race_stream": (race_stream, "Run one race and stream it live: an update every few rounds with each lane's text "
+                    "and meters; the last update's `result` is what /race returns.", StreamUpdate),
+    "replay": (replay, "Run one race, then stream it again at its measured speed: one update per round (that lane's "
+               "text so far); the last carries the race's result, unchanged.", ReplayUpdate),
+    "load_race": (load_race, "Open a saved race (the app's JSON download): its result as /race returned it, "
+                  "recomputed from the file without running a model.", RaceResult),
+    "sweep": (sweep, "The domain sweep to the end: races of the example prompts (or yours), summed per method and "
+              "domain (accept, tok/s, speedup end to end, lossless), with the prompts, settings, models and versions "
+              "it ran with.", SweepResult),
+}
+
+
+def on_stage(fn: Callable, stage: Any) -> Callable:
+    """`fn` with the stage bound, keeping its name and whether it streams (knobs.described reads both)."""
+    if inspect.isgeneratorfunction(fn):
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            yield from fn(stage, *args, **kwargs)
+    else:
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            return fn(stage, *args, **kwargs)
+    bound.__name__ = fn.__name__
+    return bound
+
+
 def endpoints(stage: Any) -> dict[str, tuple[Callable, list]]:
     """api name -> (endpoint, its parameters) over `stage`; parameters as the page's Settings."""
-    from demo.view import View
-
-    knobs = knob_params()
-
-    def race(prompt: str, repeat: int = 1, **values: Any) -> RaceResult:
-        from spec.race.repeat import repeated
-
-        events, finishes = [], []
-        for _, n, ev in repeated_events(stage, prompt, repeat, values):
-            events = [] if ev.kind == "start" else events
-            events.append(ev)
-            finishes += [ev] if ev.kind == "finish" else []
-        return race_result(events, stage.names(), repeated(finishes, n) if n > 1 else None)
-
-    def race_stream(prompt: str, repeat: int = 1, **values: Any) -> Iterator[StreamUpdate]:
-        from spec.race.repeat import repeated
-
-        view, since, events, finishes = None, 0, [], []
-        for i, races, ev in repeated_events(stage, prompt, repeat, values):
-            if ev.kind == "start":
-                view, events = None, []  # each race of a repeat streams from its start
-            events.append(ev)
-            if ev.kind not in KNOWN:
-                continue
-            view = view or View.for_arena(stage.arena, ev.settings)  # the first event read is "start"
-            view.feed(ev)
-            since += ev.kind == "round"
-            finishes += [ev] if ev.kind == "finish" else []
-            if ev.kind in ("done", "finish") or since >= ROUNDS_PER_UPDATE:
-                since = 0
-                last = ev.kind == "finish" and (i == races or ev.outcome.stopped)
-                rep = repeated(finishes, races) if last and races > 1 else None
-                yield StreamUpdate(state=view.state if view.state != "waiting" else "racing", race=i, races=races,
-                                   wall_seconds=round(view.wall, 3), race_clock_seconds=round(view.clock, 3),
-                                   lanes={n: lane_update(view, n) for n in view.lanes},
-                                   result=race_result(events, stage.names(), rep) if last else None)
-
-    def replay(prompt: str, speed: float = 1.0, **values: Any) -> Iterator[ReplayUpdate]:
-        from spec.errors import SpecError
-        from spec.race.run import replay as replayed
-
-        events = list(race_events(stage, prompt, values))
-        texts: dict[str, str] = {}
-        try:
-            for ev in replayed(events, speed):
-                if ev.kind == "round":
-                    texts[ev.engine] = texts.get(ev.engine, "") + ev.round.text
-                    yield ReplayUpdate(wall=round(ev.wall, 3), engine=ev.engine, tokens=ev.meter.tokens,
-                                       text=texts[ev.engine], result=None)
-                elif ev.kind == "finish":
-                    yield ReplayUpdate(wall=round(ev.wall, 3), engine=None, tokens=0, text="",
-                                       result=race_result(events, stage.names()))
-        except SpecError as e:
-            raise gr.Error(str(e), print_exception=False) from None
-
-    def load_race(race_json: str) -> RaceResult:
-        from spec.errors import SpecError
-        from spec.race.file import read_race
-
-        if not str(race_json).lstrip().startswith("{"):  # the file's text only: never a path on this server
-            raise gr.Error("race_json must be a race file's text (JSON), as the race's download holds it",
-                           print_exception=False)
-        try:
-            events, header = read_race(race_json)
-        except SpecError as e:
-            raise gr.Error(str(e), print_exception=False) from None
-        return race_result(events, header.get("models") or {})
-
-    def sweep(domains: str = "chat,code,math", per_domain: int = 2, prompts: str = "",
-              **values: Any) -> SweepResult:
-        from demo.sweep_tab import sweep_api
-
-        return sweep_api(stage, domains, per_domain, prompts, values)
-
-    race_params, replay_params = [PROMPT, *knobs, REPEAT], [PROMPT, *knobs, SPEED]
-    sweep_params = [("domains", str, "chat,code,math", "comma-separated: chat, code, math (their example prompts)"),
-                    ("per_domain", int, 2, "example prompts per domain, 1 to 6"),
-                    ("prompts", str, "", "your own prompts instead, one a line (domain: custom)"),
-                    *[(n, t, 48 if n == "max_new_tokens" else d, desc) for n, t, d, desc in knobs]]
-    return {
-        "race": (described(race, race_params, "Run one race to the end: the outcome (headline, winner, places "
-                           "with finish times and the one speedup, end to end), the results table, the texts, the "
-                           "lossless verdicts and the settings it ran with; repeat 3 or 5: the prompt raced that many "
-                           "times in turn, each lane's speedups and median, places by the medians.", RaceResult),
-                 race_params),
-        "race_stream": (described(race_stream, race_params, "Run one race and stream it live: an update every few "
-                                  "rounds with each lane's text and meters; the last update's `result` is what "
-                                  "/race returns.", StreamUpdate), race_params),
-        "replay": (described(replay, replay_params, "Run one race, then stream it again at its measured speed: one "
-                             "update per round (that lane's text so far); the last carries the race's result, "
-                             "unchanged.", ReplayUpdate), replay_params),
-        "load_race": (described(load_race, [LOAD], "Open a saved race (the app's JSON download): its result as "
-                                "/race returned it, recomputed from the file without running a model.", RaceResult),
-                      [LOAD]),
-        "sweep": (described(sweep, sweep_params, "The domain sweep to the end: races of the example prompts (or "
-                            "yours), summed per method and domain (accept, tok/s, speedup end to end, lossless), "
-                            "with the prompts, settings, models and versions it ran with.", SweepResult),
-                  sweep_params),
-    }
+    params = endpoint_params()
+    return {name: (described(on_stage(fn, stage), params[name], doc, returns), params[name])
+            for name, (fn, doc, returns) in ENDPOINTS.items()}
 
 
 def register(demo: gr.Blocks, stage: Any) -> None:

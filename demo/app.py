@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-if not __package__:  # `python demo/app.py`: the same start as `python -m demo` (fast BLAS first, then this
-    sys.path[0] = str(Path(__file__).resolve().parents[1])  # module as demo.app); the project folder, not demo/
+if __name__ == "__main__":  # `python demo/app.py` (or -m demo.app): the same start as `python -m demo`, fast
+    if not __package__:  # BLAS before anything imports MLX, then this module as demo.app; as a script, the
+        sys.path[0] = str(Path(__file__).resolve().parents[1])  # project folder on the path, not demo/
     from demo.__main__ import run
 
     sys.exit(run())
@@ -34,179 +37,168 @@ if not __package__:  # `python demo/app.py`: the same start as `python -m demo` 
 import gradio as gr  # noqa: E402 (and the imports below: the guard runs first)
 
 from demo.api import register
-from demo.controls import IN_VIEW_JS, PAGE_JS, RUN_LABEL, SUBMIT_HINT, armed, released
+from demo.controls import PAGE_JS, PRIVATE
 from demo.exposure import REFUSED, Exposure
-from demo.handlers import READY, WAIT_LABEL, WAITING, Handlers, block_sizes, can_think
-from demo.knobs import AUTO_KNOBS, fixed_lengths, page_controls
-from demo.lanes import LANES, esc
-from demo.slot_chart import slot_chart
-from demo.stage import Choice, Stage, describe, examples, preparation_html, preset_choices, preset_note
+from demo.handlers import Handlers, block_sizes, can_think
+from demo.knobs import AUTO_KNOBS, DRAFT_KNOBS, fixed_lengths, page_controls
+from demo.race_tab import Race, race_tab
+from demo.stage import (
+    Choice,
+    Stage,
+    describe,
+    preparation_html,
+    preset_choices,
+    preset_note,
+)
 from demo.status import error_html
-from demo.story_panel import story_html
 from demo.sweep_tab import busy, sweep_tab
-from demo.texts import FOOT, HERO, LEGEND
-from demo.view import CLOCK, DRAFTS, PLOT_ROUNDS, TABLE_COLUMNS, TABLE_LABEL, empty_table, idle_lanes
-from spec.race.repeat import REPEATS
-from spec.race.story import shipped_story
-
-DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}
-COLORS = {"DSpark": "#7c3aed", "DFlash": "#0891b2", "DSpark" + DRAFTS: "#c4b5fd", "DFlash" + DRAFTS: "#67e8f9"}
-
+from demo.texts import FOOT, HERO
+from spec.cpu import ensure_fast_blas
+from spec.errors import SpecError
+from spec.presets import get_preset
 
 # -- the page --------------------------------------------------------------------------------------
+# build_demo reads top to bottom as the page does: each part is laid out by one function below, which
+# returns the components it made and wires the events that stay inside it; events that reach across
+# parts (loading a model, a first start) are wired once every part exists.
+
 
 def build_demo(stage: Stage) -> gr.Blocks:
     """The Blocks layout, each event wired under its components to a handler in demo/handlers.py."""
     h = Handlers(stage)
-    private = dict(api_visibility="private")
     with gr.Blocks(title="Spec Arena", analytics_enabled=False) as demo:
-        gr.HTML(HERO)
-        header = gr.HTML(describe(stage), elem_id="header")
-        errors = gr.HTML(error_html(stage.error), elem_id="errors")
-        preparing = gr.HTML(preparation_html(stage), visible=stage.preparing is not None, elem_id="preparing")
-        ticks = gr.Timer(0.5, active=stage.preparing is not None)  # a first start: the steps, until ready
-        with gr.Accordion("Settings: model, max tokens, sampling, draft length", open=False, elem_id="settings"):
-            with gr.Row():
-                first_preset = stage.choice.preset if stage.choice else "pocket"
-                may = stage.exposure.may_switch
-                preset = gr.Dropdown(preset_choices(), value=first_preset, label="Preset", elem_id="preset", scale=3,
-                                     interactive=may)
-                load_btn = gr.Button("Load", elem_id="load", scale=1, interactive=may)
-            note = gr.Markdown(preset_note(first_preset), elem_id="preset-note")
-            if not may:
-                gr.Markdown(f"{REFUSED[0].upper()}{REFUSED[1:]}.", elem_id="switch-off")
-            with gr.Group(visible=False, elem_id="confirm-load") as confirm_box:
-                confirm_md = gr.Markdown("", elem_id="confirm-text")
-                with gr.Row():
-                    confirm_btn = gr.Button("Download and load", variant="primary", elem_id="confirm-yes")
-                    cancel_btn = gr.Button("Cancel", elem_id="confirm-no")
-            load_errors = gr.HTML("", elem_id="load-errors")
-            with gr.Group(visible=bool(may and stage.choice and stage.choice.preset == "custom")) as custom_box:
-                with gr.Row():
-                    c = (stage.choice if not stage.exposure.public else None) or Choice()  # no server paths
-                    target_id = gr.Textbox(c.target or "", label="Target (hub id or folder)", elem_id="target")
-                    dspark_id = gr.Textbox(c.dspark or "", label="DSpark head", elem_id="dspark")
-                    dflash_id = gr.Textbox(c.dflash or "", label="DFlash head", elem_id="dflash")
-            auto_length, controls = page_controls(*block_sizes(stage), can_think=can_think(stage))
-            knobs = [auto_length, *controls.values()]
-            lengths = [controls[n] for n in AUTO_KNOBS]
-            auto_length.change(fixed_lengths, auto_length, lengths, queue=False, **private)
-            limited = [*lengths, controls["thinking"]]  # what a loaded model changes (handlers.knob_limits)
+        head = page_head(stage)
+        settings = settings_panel(stage)
         with gr.Tabs(elem_id="modes"):
             with gr.Tab("Race", elem_id="race-tab"):
-                with gr.Row(equal_height=False):
-                    with gr.Column(scale=5):
-                        prompt = gr.Textbox(label="Prompt", lines=3, max_lines=8, elem_id="prompt", info=SUBMIT_HINT,
-                                            placeholder="Ask anything, or pick an example below…")
-                    with gr.Column(scale=1, min_width=160):
-                        waiting = stage.preparing is not None  # a first start: Run waits for the model
-                        run_btn = gr.Button(WAIT_LABEL if waiting else RUN_LABEL, variant="primary", elem_id="run",
-                                            interactive=not waiting)
-                        repeat = gr.Radio([str(n) for n in REPEATS], value="1", label="Repeat", elem_id="repeat",
-                                          info="races in turn: medians, spread")
-                        replay_btn = gr.Button("Replay at measured speed", size="sm", elem_id="replay")
-                        speed = gr.Radio(["0.5x", "1x", "2x"], value="1x", label="Replay speed", elem_id="replay-speed",
-                                         info="for screen recordings")
-                        open_btn = gr.UploadButton("Open a race file", file_types=[".json"], size="sm",
-                                                   elem_id="open-race")
-                with gr.Tabs(elem_id="examples"):
-                    for domain, title in DOMAINS.items():
-                        with gr.Tab(title):
-                            with gr.Row(elem_classes=["example-list"]):  # buttons: gr.Examples cuts at 60 chars
-                                for text in examples(domain):
-                                    pick = gr.Button(text, size="sm", elem_classes=["example"])
-                                    pick.click(lambda v: v, pick, prompt, queue=False, **private)
-                story = gr.HTML(story_html(shipped_story()), elem_id="story")  # who wins where, as measured
-                with gr.Row(equal_height=False, elem_id="race-bar"):  # sticky while a race runs: status and Stop
-                    status = gr.HTML(WAITING if waiting else READY, elem_id="status", min_width=200)
-                    stop_btn = gr.Button("Stop", variant="stop", interactive=False, elem_id="stop", scale=0,
-                                         min_width=84)
-                gr.HTML(LEGEND)
-                lane_out: list[gr.HTML] = []
-                first = idle_lanes(stage)
-                with gr.Row(equal_height=True, elem_id="lanes"):
-                    for i, name in enumerate(LANES):
-                        with gr.Column(min_width=240, elem_classes=["lane", name]):
-                            lane_out.append(gr.HTML(first[2 * i], elem_id=f"meters-{name}"))
-                            lane_out.append(gr.HTML(first[2 * i + 1], elem_id=f"text-{name}", max_height=420,
-                                                    autoscroll=True))
-                plot_x = gr.Radio([("round", "round"), ("race clock (engine s)", CLOCK)], value="round",
-                                  label="Chart against", elem_id="plot-x", info="the race clock compares the lanes "
-                                  "at the same moment of their own compute")
-                plot = gr.LinePlot(None, x="round", y="tokens", color="series", color_map=COLORS, colors_in_legend=[],
-                                   y_lim=[0, None], x_lim=[1, PLOT_ROUNDS], x_axis_format="d", elem_id="plot",
-                                   label="Per round: accept length (tokens committed per target forward) and, "
-                                         "lighter, drafts verified (the length chosen; 0 = parked, a plain step)")
-                gr.HTML(plot_legend(), elem_id="plot-legend")  # the chart's own legend ran off a phone's edge
-                plot_x.change(axis, plot_x, plot, queue=False, **private)
-                why = gr.HTML(f'<div class="why-charts">{slot_chart({})}</div>', elem_id="why")  # slots, confidence
-                table = gr.DataFrame(empty_table(), label=TABLE_LABEL, interactive=False, wrap=True, elem_id="table",
-                                     column_widths=[f"{w}px" for w in TABLE_COLUMNS.values()])
-                files = gr.File(label="Download the results (CSV, JSON)", file_count="multiple", interactive=False,
-                                elem_id="files", visible=False)
-
-                summary = gr.Textbox(label="The race in Markdown (copy it into a chat or an issue)", lines=6,
-                                     max_lines=16, buttons=["copy"], interactive=False, visible=False,
-                                     elem_id="summary")
-                race_out, buttons = [status, errors, *lane_out, plot, why, table, files, summary], [run_btn, stop_btn]
-                gr.on([run_btn.click, prompt.submit], h.arm, None, [status, *buttons], queue=False, js=IN_VIEW_JS,
-                      **private).then(
-                    h.run, {prompt, plot_x, repeat, *knobs}, race_out, concurrency_id="arena", concurrency_limit=1,
-                    show_progress="minimal", show_progress_on=[status], **private).then(
-                    released, None, buttons, queue=False, **private)
-                replaying = replay_btn.click(lambda: armed(busy=False)[1:], None, buttons, queue=False,
-                                             js=IN_VIEW_JS, **private).then(
-                    h.replay_last, [speed, plot_x], race_out, show_progress="hidden", **private)
-                replaying.then(released, None, buttons, queue=False, **private)
-                opening = open_btn.upload(lambda: armed(busy=False)[1:], None, buttons, queue=False, js=IN_VIEW_JS,
-                                          **private).then(
-                    h.open_race, [open_btn, speed, plot_x], race_out, show_progress="hidden", **private)
-                opening.then(released, None, buttons, queue=False, **private)
-                stop_btn.click(h.stop, None, None, queue=False, cancels=[replaying, opening], **private)
+                race = race_tab(stage, h, head.errors, settings.knobs)
             with gr.Tab("Domain sweep", elem_id="sweep-tab"):
-                sweep_inputs, sweep_run, sweep_stop, sweep_out = sweep_tab()
-                sweep_buttons = [sweep_run, sweep_stop]
-                sweeping = sweep_run.click(h.arm_sweep, None, sweep_buttons, queue=False, **private).then(
-                    h.sweep_page, {*sweep_inputs, *knobs}, sweep_out, concurrency_id="arena",
-                    concurrency_limit=1, show_progress="minimal", **private)
-                sweeping.then(lambda: busy(False), None, sweep_buttons, queue=False, **private)
-                sweeping.then(lambda: h.story(mine=True), None, story, queue=False,
-                              **private)  # a finished sweep is the story now (a small one: for this visitor only)
-                sweep_stop.click(h.stop, None, None, queue=False, **private)  # the sweep ends itself and says so
+                sweep_inputs = sweep_panel(h, settings.knobs, race.story)
         gr.HTML(FOOT)
-        h.bind(prompt, auto_length, controls, sweep_inputs, plot_x, repeat)
-
-        # Loading a model reaches across the page: the header, the Settings, the sliders' limits, the lanes.
-        load_in = [preset, target_id, dspark_id, dflash_id]
-        load_out = [header, errors, load_errors, preset, custom_box, note, confirm_box, confirm_md, load_btn,
-                    *limited, *lane_out, story]
-        load_args = dict(concurrency_id="arena", concurrency_limit=1, show_progress="full",
-                         show_progress_on=[header], **private)
-        preset.input(h.on_preset, preset, [custom_box, note], queue=False, **private).then(
-            lambda p, *a: h.ask_or_load(p, *a) if p != "custom" else (gr.skip(),) * len(load_out), load_in, load_out,
-            **load_args)
-        load_btn.click(h.ask_or_load, load_in, load_out, **load_args)
-        confirm_btn.click(h.load, load_in, load_out, **load_args)
-        cancel_btn.click(h.cancel_load, None, load_out, queue=False, **private)
-        # The page as built shows the server's first moments; each visit and tick brings it up to date.
-        now = [preparing, header, errors, status, run_btn, *limited, *lane_out, ticks, story]
-        demo.load(h.prepared, None, now, queue=False, **private)
-        ticks.tick(h.prepared, None, now, queue=False, **private)
+        h.bind(race.inputs.prompt, settings.auto_length, settings.controls, sweep_inputs, race.plot_x,
+               race.inputs.repeat)
+        wire_loading(h, head, settings, race)
+        wire_first_start(demo, h, head, settings, race)
         register(demo, stage)
     return demo
 
 
-def axis(x: str) -> gr.LinePlot:
-    """The per-round chart against the round number or the race clock (its data holds both)."""
-    if x == CLOCK:
-        return gr.LinePlot(x=CLOCK, x_lim=None, x_axis_format=None)
-    return gr.LinePlot(x="round", x_lim=None, x_axis_format="d")
+@dataclass
+class Head:
+    """The page's top: what is loaded, errors, and a first start's steps with the timer that shows them."""
+
+    header: gr.HTML
+    errors: gr.HTML
+    preparing: gr.HTML
+    ticks: gr.Timer
 
 
-def plot_legend() -> str:
-    """The per-round chart's series as swatches that wrap on a narrow screen."""
-    return '<div class="legend">' + "".join(
-        f'<span><i class="sw" style="background:{c}"></i>{esc(name)}</span>' for name, c in COLORS.items()) + "</div>"
+def page_head(stage: Stage) -> Head:
+    """As the server is now: a first start shows its steps and ticks until the model is ready."""
+    gr.HTML(HERO)
+    header = gr.HTML(describe(stage), elem_id="header")
+    errors = gr.HTML(error_html(stage.error), elem_id="errors")
+    preparing = gr.HTML(preparation_html(stage), visible=stage.preparing is not None, elem_id="preparing")
+    ticks = gr.Timer(0.5, active=stage.preparing is not None)  # a first start: the steps, until ready
+    return Head(header, errors, preparing, ticks)
+
+
+@dataclass
+class Settings:
+    """The Settings accordion: the model picker (preset, Load, its question, custom ids) and the knobs."""
+
+    preset: gr.Dropdown
+    load_btn: gr.Button
+    note: gr.Markdown
+    confirm_box: gr.Group
+    confirm_md: gr.Markdown
+    confirm_btn: gr.Button
+    cancel_btn: gr.Button
+    load_errors: gr.HTML
+    custom_box: gr.Group
+    ids: list[gr.Textbox]  # target, DSpark head, DFlash head
+    auto_length: gr.Checkbox
+    controls: dict[str, Any]
+
+    @property
+    def knobs(self) -> list:
+        """Every setting a race or a sweep reads."""
+        return [self.auto_length, *self.controls.values()]
+
+    @property
+    def limited(self) -> list:
+        """What a loaded model changes (handlers.knob_limits, LIMITS of them): where the draft-length sliders
+        end, and the thinking box (the tree slider's end is the same for every model)."""
+        return [*(self.controls[n] for n in DRAFT_KNOBS), self.controls["thinking"]]
+
+
+def settings_panel(stage: Stage) -> Settings:
+    """Closed by default; switching models is off when served beyond this machine (demo.exposure), and a
+    public page never shows the server's own folders in the custom fields."""
+    with gr.Accordion("Settings: model, max tokens, sampling, draft length", open=False, elem_id="settings"):
+        with gr.Row():
+            first_preset = stage.choice.preset if stage.choice else "pocket"
+            may = stage.exposure.may_switch
+            preset = gr.Dropdown(preset_choices(), value=first_preset, label="Preset", elem_id="preset", scale=3,
+                                 interactive=may)
+            load_btn = gr.Button("Load", elem_id="load", scale=1, interactive=may)
+        note = gr.Markdown(preset_note(first_preset), elem_id="preset-note")
+        if not may:
+            gr.Markdown(f"{REFUSED[0].upper()}{REFUSED[1:]}.", elem_id="switch-off")
+        with gr.Group(visible=False, elem_id="confirm-load") as confirm_box:
+            confirm_md = gr.Markdown("", elem_id="confirm-text")
+            with gr.Row():
+                confirm_btn = gr.Button("Download and load", variant="primary", elem_id="confirm-yes")
+                cancel_btn = gr.Button("Cancel", elem_id="confirm-no")
+        load_errors = gr.HTML("", elem_id="load-errors")
+        with gr.Group(visible=bool(may and stage.choice and stage.choice.preset == "custom")) as custom_box:
+            with gr.Row():
+                c = (stage.choice if not stage.exposure.public else None) or Choice()  # no server paths
+                ids = [gr.Textbox(c.target or "", label="Target (hub id or folder)", elem_id="target"),
+                       gr.Textbox(c.dspark or "", label="DSpark head", elem_id="dspark"),
+                       gr.Textbox(c.dflash or "", label="DFlash head", elem_id="dflash")]
+        auto_length, controls = page_controls(*block_sizes(stage), can_think=can_think(stage))
+        auto_length.change(fixed_lengths, auto_length, [controls[n] for n in AUTO_KNOBS], queue=False, **PRIVATE)
+    return Settings(preset, load_btn, note, confirm_box, confirm_md, confirm_btn, cancel_btn, load_errors,
+                    custom_box, ids, auto_length, controls)
+
+
+def sweep_panel(h: Handlers, knobs: list, story: gr.HTML) -> list:
+    """The Domain sweep tab (demo/sweep_tab.py) and its events; its inputs, for Handlers.bind."""
+    sweep_inputs, sweep_run, sweep_stop, sweep_out = sweep_tab()
+    sweep_buttons = [sweep_run, sweep_stop]
+    sweeping = sweep_run.click(h.arm_sweep, None, sweep_buttons, queue=False, **PRIVATE).then(
+        h.sweep_page, {*sweep_inputs, *knobs}, sweep_out, concurrency_id="arena", concurrency_limit=1,
+        show_progress="minimal", **PRIVATE)
+    sweeping.then(lambda: busy(False), None, sweep_buttons, queue=False, **PRIVATE)
+    sweeping.then(lambda: h.story(mine=True), None, story, queue=False,
+                  **PRIVATE)  # a finished sweep is the story now (a small one: for this visitor only)
+    sweep_stop.click(h.stop, None, None, queue=False, **PRIVATE)  # the sweep ends itself and says so
+    return sweep_inputs
+
+
+def wire_loading(h: Handlers, head: Head, settings: Settings, race: Race) -> None:
+    """Loading a model reaches across the page: the header, the Settings, the sliders' limits, the lanes."""
+    s = settings
+    load_in = [s.preset, *s.ids]
+    load_out = [head.header, head.errors, s.load_errors, s.preset, s.custom_box, s.note, s.confirm_box, s.confirm_md,
+                s.load_btn, *s.limited, *race.lanes, race.story]
+    load_args = dict(concurrency_id="arena", concurrency_limit=1, show_progress="full",
+                     show_progress_on=[head.header], **PRIVATE)
+    s.preset.input(h.on_preset, s.preset, [s.custom_box, s.note], queue=False, **PRIVATE).then(
+        lambda p, *a: h.ask_or_load(p, *a) if p != "custom" else (gr.skip(),) * len(load_out), load_in, load_out,
+        **load_args)
+    s.load_btn.click(h.ask_or_load, load_in, load_out, **load_args)
+    s.confirm_btn.click(h.load, load_in, load_out, **load_args)
+    s.cancel_btn.click(h.cancel_load, None, load_out, queue=False, **PRIVATE)
+
+
+def wire_first_start(demo: gr.Blocks, h: Handlers, head: Head, settings: Settings, race: Race) -> None:
+    """The page as built shows the server's first moments; each visit and tick brings it up to date."""
+    now = [head.preparing, head.header, head.errors, race.status, race.inputs.run_btn, *settings.limited,
+           *race.lanes, head.ticks, race.story]
+    demo.load(h.prepared, None, now, queue=False, **PRIVATE)
+    head.ticks.tick(h.prepared, None, now, queue=False, **PRIVATE)
 
 
 def theme() -> gr.themes.Base:
@@ -236,9 +228,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--dflash", help="DFlash head hub id or folder")
     args = ap.parse_args(argv)
     if not (args.target or args.dspark or args.dflash):  # an unknown preset: one line and exit 2, before serving
-        from spec.errors import SpecError
-        from spec.presets import get_preset
-
         try:
             get_preset(args.preset)
         except SpecError as e:
@@ -247,8 +236,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from spec.cpu import ensure_fast_blas
-
     blas = ensure_fast_blas()  # first (a no-op if `python -m demo` did it): OpenBLAS for MLX
     args = parse_args(argv)
     custom = bool(args.target or args.dspark or args.dflash)
@@ -264,6 +251,3 @@ def main(argv: list[str] | None = None) -> int:
                 **launch_kwargs())
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

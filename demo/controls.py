@@ -11,6 +11,7 @@ import gradio as gr
 RUN_LABEL = "Run race"
 RACING_LABEL = "Racing…"
 SUBMIT_HINT = "Shift+Enter runs the race; Enter adds a new line."
+PRIVATE = dict(api_visibility="private")  # the page's own events stay off the API page: that is demo/api.py's
 # On Run (and Replay): bring the race into view, the race bar (the status line, its progress strip and Stop)
 # at the top, where it stays (sticky) while the lanes scroll under it, unless it is already in the upper part
 # of the screen. At once, not smoothly: the status is on screen from the first moment of the race.

@@ -10,13 +10,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import HfApi, try_to_load_from_cache
+
 from spec.hub import HEAD_FILES, TARGET_FILES
+from spec.presets import PRESETS
 
 
 def hub_refs(choice: Any) -> dict[str, str]:
     """kind -> hub repo id this choice would fetch (local folders and the pocket preset fetch nothing)."""
-    from spec.presets import PRESETS
-
     p = PRESETS.get(choice.preset)
     refs = {"target": choice.target or (p.target if p else None), "dspark": choice.dspark or (p.dspark if p else None),
             "dflash": choice.dflash or (p.dflash if p else None)}
@@ -29,8 +30,6 @@ def is_hub_id(ref: str) -> bool:
 
 def cached(repo: str) -> bool:
     """Downloaded before: its config is in huggingface_hub's cache."""
-    from huggingface_hub import try_to_load_from_cache
-
     try:
         return isinstance(try_to_load_from_cache(repo, "config.json"), str)
     except Exception:  # a malformed id: the load itself will say why
@@ -46,8 +45,6 @@ def repo_bytes(repo: str, patterns: tuple[str, ...]) -> int | None:
     """Total size of the files of `repo` we would fetch, from the hub's metadata; None offline."""
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
         return None
-    from huggingface_hub import HfApi
-
     try:
         info = HfApi().model_info(repo, files_metadata=True, timeout=5)
     except Exception:  # unreachable, private, missing: the note's figure (or nothing) instead
@@ -58,8 +55,6 @@ def repo_bytes(repo: str, patterns: tuple[str, ...]) -> int | None:
 
 def note_size(preset: str) -> str | None:
     """'about 8 GB' from the preset's note (written for people: the figure offline)."""
-    from spec.presets import PRESETS
-
     p = PRESETS.get(preset)
     m = re.search(r"about [0-9.]+ ?[GM]B", p.note) if p else None
     return m.group(0) if m else None

@@ -26,8 +26,10 @@ from demo.story_panel import story_html
 from demo.sweep_tab import busy, run_sweep
 from demo.view import View, idle_lanes
 from spec.errors import SpecError
-from spec.race.file import race_record
+from spec.race.file import race_record, read_race
 from spec.race.repeat import repeat_count, repeated
+from spec.race.run import replay as replayed
+from spec.race.story import story_for
 from spec.report import pairs_words, race_markdown, settings_words
 
 STREAM_EVERY = 0.12  # seconds between page updates while racing (every round would flood the socket)
@@ -109,13 +111,7 @@ class Handlers:
                         finishes.append(ev)
                         if races > 1 and (i + 1 == races or ev.outcome.stopped):
                             view.show_repeat(repeated(finishes, races))
-                        when = datetime.now(timezone.utc)
-                        record = race_record(recorded, prompt_text, stage.names(), when)
-                        header = {k: v for k, v in record.items() if k != "events"}
-                        stage.record(sid, recorded, header)
-                        view.files = save_results(view, record, when)
-                        view.summary = race_markdown(ev, header, view.repeat)
-                        self.prefill_rate = prefill_rate(ev.outcome) or self.prefill_rate
+                        self.keep(view, recorded, prompt_text, sid)
                     now = time.monotonic()
                     if ev.kind != "round" or now - last >= STREAM_EVERY:
                         last = now
@@ -133,6 +129,18 @@ class Handlers:
             if stage.owner == sid:
                 stage.owner = None
 
+    def keep(self, view: View, recorded: list, prompt_text: str, sid: str | None) -> None:
+        """A finished race kept: for this session's Replay, as downloads and Markdown on the page, and its
+        prefill's speed for the next long prompt's estimate."""
+        finish = recorded[-1]
+        when = datetime.now(timezone.utc)
+        record = race_record(recorded, prompt_text, self.stage.names(), when)
+        header = {k: v for k, v in record.items() if k != "events"}
+        self.stage.record(sid, recorded, header)
+        view.files = save_results(view, record, when)
+        view.summary = race_markdown(finish, header, view.repeat)
+        self.prefill_rate = prefill_rate(finish.outcome) or self.prefill_rate
+
     def replay_last(self, speed: str, plot_x: str, request: gr.Request) -> Iterator[tuple]:
         """The session's last race (run here or opened from a file) again, each lane's rounds at the moments
         its own engine reached them, at the chosen speed ("0.5x", "1x", "2x")."""
@@ -145,8 +153,6 @@ class Handlers:
 
     def open_race(self, file: Any, speed: str, plot_x: str, request: gr.Request) -> Iterator[tuple]:
         """A race file (the JSON download, someone else's too): replayed as it was raced, no model needed."""
-        from spec.race.file import read_race
-
         path = getattr(file, "name", file)
         try:
             events, header = read_race(str(path))
@@ -163,8 +169,7 @@ class Handlers:
         yield from self.replayed(events, speed, header, plot_x)
 
     def replayed(self, events: list, speed: str, header: dict, plot_x: str = "round") -> Iterator[tuple]:
-        from spec.race.run import replay as replayed
-
+        """A recorded race on the page at `speed`, a few updates a second (spec.race.run.replay times it)."""
         view = View.for_replay(events, getattr(self.stage.arena, "missing", {}))
         view.source, view.speed = header.get("source", ""), float(str(speed).rstrip("x") or 1)
         view.plot_x = plot_x or "round"
@@ -250,8 +255,6 @@ class Handlers:
     def story(self, mine: bool = False) -> str:
         """Who wins where for the models loaded: their last sweep here, else the shipped table (mine: the
         session that just swept, which sees its sweep even when it is too small to replace the table)."""
-        from spec.race.story import story_for
-
         return story_html(story_for(self.stage.names(), mine))
 
     # -- a first start -----------------------------------------------------------------------------

@@ -4,6 +4,7 @@ header chips that say what is loaded and where it runs."""
 
 from __future__ import annotations
 
+import platform
 import sys
 import threading
 import time
@@ -11,10 +12,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import mlx.core as mx
+
+from demo.download import hub_refs, is_hub_id
 from demo.exposure import Exposure
 from demo.lanes import esc
+from demo.view import readable
+from spec.cpu import blas_info
 from spec.errors import SpecError
+from spec.hub import resolve_path
+from spec.presets import PRESETS, get_preset, pocket_name
 from spec.progress import Console, Progress, quiet
+from spec.prompts import load_prompts
+from spec.race.arena import load_preset_arena
+from spec.race.file import NOT_INSTALLED, versions
 
 CUSTOM_LABEL = "custom: your own target and heads"
 PROMPTS = Path(__file__).resolve().parents[1] / "assets" / "prompts"
@@ -95,8 +106,6 @@ class Stage:
 
     def tell(self, what: BaseException | str) -> str:
         """One readable line for a visitor (server paths scrubbed when served beyond this machine)."""
-        from demo.view import readable
-
         return self.exposure.scrub(what if isinstance(what, str) else readable(what))
 
     @property
@@ -128,13 +137,9 @@ class Stage:
     def load(self, choice: Choice, progress: Progress = quiet) -> None:
         """Load `choice` next to the current arena; swap only on success (errors leave it serving).
         progress(step, fraction): downloads, a first start's conversion and calibrations."""
-        from spec.race.arena import load_preset_arena
-
         if choice.preset == "custom" and not choice.target:
             raise SpecError("give a target (a hub id or a folder) and at least one head")
         if choice.preset != "custom":
-            from spec.presets import get_preset
-
             get_preset(choice.preset)  # "not yet supported" before any download
         prefetch(choice, progress)
         new = load_preset_arena(choice.preset, choice.target, choice.dspark, choice.dflash, progress=progress)
@@ -146,8 +151,6 @@ class Stage:
 
 def preset_choices() -> list[tuple[str, str]]:
     """Dropdown entries from spec.presets: name, the first clause of its note, support."""
-    from spec.presets import PRESETS
-
     out = []
     for name, p in PRESETS.items():
         label = f"{name}: {p.note.split(';')[0].split(':')[0].split(' (')[0].strip()}" if p.note else name
@@ -156,8 +159,7 @@ def preset_choices() -> list[tuple[str, str]]:
 
 
 def preset_note(preset: str) -> str:
-    from spec.presets import PRESETS
-
+    """What the preset is, as its note in spec.presets says (custom: what to type)."""
     if preset == "custom":
         return "Type a hub id or a local folder for the target and each head, then press **Load**."
     p = PRESETS.get(preset)
@@ -166,9 +168,6 @@ def preset_note(preset: str) -> str:
 
 def prefetch(choice: Choice, progress: Progress) -> None:
     """Download hub ids here (not on the MLX thread) so the page's progress bar sees the tqdm bars."""
-    from demo.download import hub_refs
-    from spec.hub import resolve_path
-
     hub = list(hub_refs(choice).values())
     for i, ref in enumerate(hub):
         progress(f"downloading {ref}", 0.0)
@@ -178,9 +177,6 @@ def prefetch(choice: Choice, progress: Progress) -> None:
 
 def model_names(choice: Choice | None, info: dict[str, str]) -> dict[str, str]:
     """A hub id as is; the pocket preset's models by what they are; a local folder by its name."""
-    from demo.download import is_hub_id
-    from spec.presets import pocket_name
-
     out = {}
     for kind, ref in info.items():
         if choice is not None and choice.preset == "pocket":
@@ -193,8 +189,6 @@ def model_names(choice: Choice | None, info: dict[str, str]) -> dict[str, str]:
 
 def describe(stage: Stage) -> str:
     """Header chips: target, heads, device, BLAS, versions (device and BLAS asked on the MLX thread)."""
-    from spec.race.file import NOT_INSTALLED, versions
-
     chips: list[tuple[str, str, str]] = []
     a = stage.arena
     if a is None and stage.preparing is not None:
@@ -231,12 +225,6 @@ def preparation_html(stage: Stage) -> str:
 
 
 def _device_and_blas() -> tuple[str, str]:
-    import platform
-
-    import mlx.core as mx
-
-    from spec.cpu import blas_info
-
     gpu = mx.default_device().type == mx.gpu
     return ("GPU (Metal)" if gpu else f"CPU ({platform.machine()})"), blas_info()
 
@@ -249,8 +237,7 @@ def short(ref: str) -> str:
 # -- what the page offers and asks ------------------------------------------------------------------
 
 def examples(domain: str, k: int = 6) -> list[str]:
-    from spec.prompts import load_prompts
-
+    """The first `k` shipped prompts of a domain (assets/prompts); none when the file is missing."""
     try:
         return [row["prompt"] for row in load_prompts(PROMPTS / f"{domain}.jsonl")][:k]
     except (OSError, ValueError):

@@ -1,7 +1,7 @@
 """The domain sweep tab: race the example prompts of chosen domains (or the user's own list), filling the
 release's table method x domain (accept / tok/s / speedup vs greedy, end to end, lossless verdict per cell)
 and a bar chart of the speedups after every prompt. The races and the table come from spec.sweep, the same
-code as `python -m spec bench --sweep`. It behaves as the race does: Run shows its busy state, Stop is live
+code as `python -m spec bench sweep`. It behaves as the race does: Run shows its busy state, Stop is live
 only while a sweep runs and confirms, and what was raced stays downloadable."""
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from demo.lanes import esc
 from demo.slot_chart import slot_chart
 from demo.stage import examples
 from spec.errors import SpecError
-from spec.race.sweep import METHODS
+from spec.loop.slots import by_method_and_domain
+from spec.race.file import versions
+from spec.race.story import remember_sweep
+from spec.race.sweep import METHODS, grid, sweep
 
 DOMAIN_NAMES = {"chat": "Chat", "code": "Code", "math": "Math"}
 METHOD_ORDER = ("DSpark", "DFlash")  # the chart's bars, in this order within each domain
@@ -73,8 +76,6 @@ def sweep_prompts(domains: list[str], per_domain: int, own: str) -> list[dict]:
 def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_new: float, values: dict[str, Any],
               request: gr.Request = None) -> Iterator[tuple]:
     """Race each prompt on the served arena; after each, the table, the bars and the files so far."""
-    from spec.race.sweep import grid, sweep
-
     arena, sid = stage.arena, request.session_hash if request else None
     if sid in stage.cancelled:  # Stop pressed while this sweep waited in the queue
         stage.cancelled.discard(sid)
@@ -113,8 +114,6 @@ def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_n
 
 def domain_positions(rows: pd.DataFrame) -> dict[str, dict[str, list[dict]]]:
     """domain -> head -> per-slot counts summed over the domain's races (spec.slots)."""
-    from spec.loop.slots import by_method_and_domain
-
     heads = {v: k for k, v in METHODS.items() if k != "greedy"}  # "DSpark" -> "dspark"
     out: dict[str, dict[str, list[dict]]] = {}
     for (method, domain), counts in by_method_and_domain(rows).items():
@@ -132,8 +131,6 @@ def domain_slots_html(rows: pd.DataFrame) -> str:
 
 def sweep_api(stage: Any, domains: str, per_domain: int, prompts: str, values: dict[str, Any]) -> dict:
     """Run the sweep to the end: the table, its release layout, the per-race rows, and what it ran with."""
-    from spec.race.sweep import sweep
-
     if stage.arena is None:
         raise gr.Error(stage.error or "no model is loaded", print_exception=False)
     try:
@@ -154,9 +151,6 @@ def sweep_api(stage: Any, domains: str, per_domain: int, prompts: str, values: d
 
 def sweep_doc(upd: Any, prompts: list[dict], settings: Any, models: dict[str, str], when: datetime) -> dict:
     """The sweep as its JSON download and the API give it."""
-    from spec.race.file import versions
-    from spec.race.sweep import grid
-
     records = (lambda f: json.loads(f.to_json(orient="records")) if f is not None and len(f) else [])  # noqa: E731
     return {"table": records(upd.table), "grid": records(grid(upd.table)) if upd.table is not None else [],
             "rows": records(upd.rows), "prompts": prompts[: upd.done] if upd.stopped else prompts,
@@ -168,6 +162,8 @@ def sweep_doc(upd: Any, prompts: list[dict], settings: Any, models: dict[str, st
 def bars_figure(table: pd.DataFrame) -> Any:
     """One bar per head and domain, heads in a fixed order within each domain, a line at 1.0 (greedy's
     speed), and room above the tallest bar for its label."""
+    # Lazy on purpose: pyplot costs ~0.4 s at import (every start of the app would pay it, and most never
+    # sweep), and the Agg backend (no display on a server) has to be chosen before pyplot loads.
     import matplotlib
 
     matplotlib.use("Agg")
@@ -200,9 +196,6 @@ def bars_figure(table: pd.DataFrame) -> Any:
 
 def save_sweep(upd: Any, prompts: list[dict], settings: Any, models: dict[str, str], when: datetime) -> list[str]:
     """CSV (the grid) + JSON (everything), named spec-arena-sweep-<UTC time>."""
-    from spec.race.story import remember_sweep
-    from spec.race.sweep import grid
-
     out = Path(tempfile.mkdtemp(prefix="spec-arena-sweep-"))
     stem = f"spec-arena-sweep-{when.strftime('%Y%m%d-%H%M%S')}"
     grid(upd.table).to_csv(out / f"{stem}.csv", index=False)

@@ -16,7 +16,10 @@ from demo.notes import below_greedy_html
 from demo.slot_chart import slot_chart
 from demo.status import status_html
 from spec.errors import SpecError
+from spec.hub import hub_error
 from spec.race.repeat import shown_outcome
+from spec.race.run import lane_notes
+from spec.report import results_table, shown
 
 PLOT_ROUNDS = 32  # the per-round chart's x axis grows by this many rounds
 CLOCK = "engine s"  # the chart's other x axis: each round's end on its lane's clock (engine seconds)
@@ -54,8 +57,6 @@ class View:
 
     def ran_with(self, settings: Any) -> "View":
         """What the race runs with that the page shows: the confidence cut, a lane's ablation."""
-        from spec.race.run import lane_notes
-
         if settings is not None:
             self.threshold = settings.dspark_threshold
             for name, note in lane_notes(settings).items():
@@ -99,8 +100,6 @@ class View:
             self.lanes[ev.engine].meter = ev.meter
             self.lanes[ev.engine].finish(ev.result)
         elif ev.kind == "finish":
-            from spec.report import results_table
-
             for name, res in ev.results.items():
                 if name in self.lanes and not self.lanes[name].done:
                     self.lanes[name].finish(res)
@@ -118,8 +117,6 @@ class View:
         """A repeat is over: its places, medians and band on the cards and in the table (spec.repeat), each
         card with its speedups' range; a stopped one, or one that ran a single race, keeps that race's
         numbers (the status adds the repeat's line)."""
-        from spec.report import results_table
-
         self.repeat = rep
         median, each = shown_outcome(self.outcome, rep)
         if each is None:  # stopped, or one race: the race's own numbers stand
@@ -162,8 +159,7 @@ class View:
         return pd.DataFrame(rows) if rows else None
 
     def outputs(self) -> tuple:
-        from spec.report import shown
-
+        """What the race's components show now, in the order of the page's race outputs (demo/race_tab.py)."""
         cols = []
         for name in LANES:
             lane = self.lanes.get(name)
@@ -257,8 +253,6 @@ def round_record(ev: Any) -> dict:
 def readable(e: BaseException) -> str:
     """One line a user can act on; SpecError messages are already written for people, the hub
     library's own (a stack of causes: "LocalEntryNotFoundError: ... Got: ConnectError ...") are not."""
-    from spec.hub import hub_error
-
     if isinstance(e, SpecError):
         return str(e).strip().splitlines()[0] if str(e).strip() else "error"
     text = (str(e).strip().splitlines() or [type(e).__name__])[0]
