@@ -235,7 +235,7 @@ def test_every_api_parameter_is_named_and_described(app):
     race = {p["parameter_name"]: p for p in info["/race"]["parameters"]}
     assert race["dspark_max_draft"]["parameter_default"] == race["dflash_max_draft"]["parameter_default"] == "auto"
     assert "auto" in race["dspark_max_draft"]["python_type"]["description"]
-    assert race["tree"]["parameter_default"] == 16 and "tree" in race["tree"]["python_type"]["description"]
+    assert race["tree"]["parameter_default"] == "auto" and "tree" in race["tree"]["python_type"]["description"]
 
 
 def test_load_race_gives_back_the_saved_races_result_and_reads_no_server_path(app, tiny_dir):
