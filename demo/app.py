@@ -55,7 +55,7 @@ from demo.sweep_tab import busy, sweep_tab
 from demo.texts import FOOT, HERO
 from spec.cpu import ensure_fast_blas
 from spec.errors import SpecError
-from spec.presets import get_preset
+from spec.presets import add_model_flags, get_preset
 
 # -- the page --------------------------------------------------------------------------------------
 # build_demo reads top to bottom as the page does: each part is laid out by one function below, which
@@ -221,11 +221,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--share", action="store_true", help="also open a public gradio.live link")
     ap.add_argument("--allow-custom", action="store_true", help="served beyond this machine (--host, --share), "
                     "still let visitors switch presets (downloads) and load folders or hub ids of their own")
-    ap.add_argument("--preset", default="pocket", help="pocket (offline), qwen3, qwen3-8b, qwen3.5, gemma4")
-    ap.add_argument("--target", help="target hub id or folder; with --dspark / --dflash it replaces the preset "
-                    "(a head not given is left out)")
-    ap.add_argument("--dspark", help="DSpark head hub id or folder")
-    ap.add_argument("--dflash", help="DFlash head hub id or folder")
+    add_model_flags(ap)
     args = ap.parse_args(argv)
     if not (args.target or args.dspark or args.dflash):  # an unknown preset: one line and exit 2, before serving
         try:

@@ -82,6 +82,7 @@ def pocket_name(kind: str) -> str:
 def add_model_flags(ap: argparse.ArgumentParser) -> None:
     """The model flags, the same words in every command (python -m spec, race, bench, the app)."""
     ap.add_argument("--preset", default="pocket", help=f"{', '.join(PRESETS)} (pocket runs offline)")
-    ap.add_argument("--target", help="target hub id or folder (replaces the preset's)")
+    ap.add_argument("--target", help="target hub id or folder (replaces the preset's; with --dspark or --dflash, "
+                                     "a head not named is left out)")
     ap.add_argument("--dspark", help="DSpark head hub id or folder (replaces the preset's)")
     ap.add_argument("--dflash", help="DFlash head hub id or folder (replaces the preset's)")
