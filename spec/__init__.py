@@ -1,8 +1,13 @@
 """Spec Arena engine: one MLX target, two lossless block drafters (DSpark, DFlash), one verify loop.
 
-Exports load lazily, so `import spec.cpu` can still put an optimized BLAS in place before MLX loads."""
+Exports load lazily, so importing the package loads no MLX: it first puts the fast CPU BLAS in place (Linux
+CPU; SPEC_ARENA_BLAS=stock opts out), so a script that imports spec gets what the CLI and the app get."""
 
 import importlib
+
+from .cpu import ensure_fast_blas
+
+ensure_fast_blas(reexec=False)  # in-process, and only while MLX is not loaded yet; never restarts a script
 
 _EXPORTS = {
     "load_pair": "api", "speculative_generate": "api", "load_dflash_pair": "api", "dflash_generate": "api",

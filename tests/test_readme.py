@@ -38,7 +38,7 @@ def test_the_readmes_race_from_a_script_runs_as_written(pocket_home):
     assert p.returncode == 0, p.stderr[-2000:]
     lines = p.stdout.strip().splitlines()
     assert len(lines) == 4, p.stdout  # the headline, then the three lanes
-    assert {ln.split()[0] for ln in lines[1:]} == {"greedy", "dspark", "dflash"}
+    assert {ln.split(":")[0] for ln in lines[1:]} == {"greedy", "dspark", "dflash"}
 
 
 @pytest.mark.pocket
