@@ -32,7 +32,7 @@ SLOW_MARKERS = ("browser", "pocket")
 def pytest_collection_modifyitems(config, items):
     here = Path(__file__).parent
     for item in items:
-        where = Path(item.fspath).relative_to(here).as_posix()
+        where = item.path.relative_to(here).as_posix() if item.path.is_relative_to(here) else ""
         if where.startswith(SLOW_FILES) or any(item.get_closest_marker(m) for m in SLOW_MARKERS):
             item.add_marker(pytest.mark.slow)
 
