@@ -11,6 +11,7 @@ import shlex
 import sys
 from typing import Callable
 
+from ..presets import add_model_flags
 from .calibration import run_calibration
 from .curve import CONTEXT_TOKENS, GREEDY_TOKENS, run_curve
 from .head_to_head import run_head_to_head
@@ -58,14 +59,6 @@ class TargetFlag(argparse.Action):
 
 
 # -- flags shared by several benchmarks --------------------------------------------------------------
-def models(p: argparse.ArgumentParser, heads: bool = True) -> None:
-    p.add_argument("--preset", default="pocket", help="the models: pocket (offline), qwen3, qwen3-8b, qwen3.5, gemma4")
-    p.add_argument("--target", default=None, help="target: hub id or folder (overrides the preset's)")
-    if heads:
-        p.add_argument("--dspark", default=None, help="DSpark head: hub id or folder (overrides the preset's)")
-        p.add_argument("--dflash", default=None, help="DFlash head: hub id or folder (overrides the preset's)")
-
-
 def prompts(p: argparse.ArgumentParser, from_file: bool = True) -> None:
     if from_file:
         p.add_argument("--prompts", default=None, help="jsonl of {domain, prompt} (default: held-out prompts)")
@@ -86,7 +79,7 @@ def out(p: argparse.ArgumentParser) -> None:
 
 # -- each benchmark's flags ------------------------------------------------------------------------
 def head_to_head_flags(p: argparse.ArgumentParser) -> None:
-    models(p)
+    add_model_flags(p)
     prompts(p)
     generation(p, temperature=True)
     out(p)
@@ -116,7 +109,7 @@ def curve_flags(p: argparse.ArgumentParser) -> None:
 
 
 def race_vs_solo_flags(p: argparse.ArgumentParser) -> None:
-    models(p)
+    add_model_flags(p)
     prompts(p)
     generation(p)
     out(p)
@@ -125,7 +118,7 @@ def race_vs_solo_flags(p: argparse.ArgumentParser) -> None:
 
 def prefill_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokens", type=at_least(1), default=1500, help="the prompt's length in tokens")
-    models(p)
+    add_model_flags(p)
     prompts(p)
     out(p)
     p.add_argument("--trials", type=at_least(1), default=3, help="races of each kind, interleaved (median)")
@@ -133,7 +126,7 @@ def prefill_flags(p: argparse.ArgumentParser) -> None:
 
 
 def sweep_flags(p: argparse.ArgumentParser) -> None:
-    models(p)
+    add_model_flags(p)
     prompts(p)
     generation(p, trials=False, temperature=True)
     out(p)
@@ -150,7 +143,7 @@ def rollback_flags(p: argparse.ArgumentParser) -> None:
 
 
 def noise_flags(p: argparse.ArgumentParser) -> None:
-    models(p)
+    add_model_flags(p)
     prompts(p, from_file=False)
     generation(p)
     out(p)
@@ -158,7 +151,7 @@ def noise_flags(p: argparse.ArgumentParser) -> None:
 
 
 def calibration_flags(p: argparse.ArgumentParser) -> None:
-    models(p)
+    add_model_flags(p)
     out(p)
     p.set_defaults(_run=run_calibration)
 
@@ -166,7 +159,7 @@ def calibration_flags(p: argparse.ArgumentParser) -> None:
 def tree_estimate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs_csv", nargs="?", default=None, metavar="RUNS_CSV",
                    help=f"a head-to-head run's runs.csv with its full-chain rows, e.g. {TREE_CSV}")
-    models(p)
+    add_model_flags(p)
     p.set_defaults(_run=run_tree_estimate)
 
 
