@@ -102,6 +102,21 @@ def opened(browser, failure: str | None = None, size: tuple[int, int] | None = (
         page.close()
 
 
+def set_slider(page, elem_id: str, value: float) -> None:
+    """Type the value into the slider's box until the slider itself shows it: a fill while the page is still
+    starting up (or Settings still opening) is sometimes lost, and the event then runs with the old value."""
+    from playwright.sync_api import expect
+
+    box, bar = page.locator(f"#{elem_id} input[type=number]"), page.locator(f"#{elem_id} input[type=range]")
+    for _ in range(3):
+        box.fill(str(value))
+        box.press("Enter")
+        page.wait_for_timeout(300)  # the page's own change handlers settle (a Run at once read the old value)
+        if float(bar.input_value()) == float(value):
+            return
+    expect(bar).to_have_value(str(value))
+
+
 def first_look(browser, url: str) -> dict:
     """The page of a cold start while it prepares, on a desktop and a phone (screenshots of both)."""
     out = {}

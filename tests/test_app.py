@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from served import App, artifacts, opened  # noqa: E402,F401 (other test modules import them from here)
+from served import App, artifacts, opened, set_slider  # noqa: E402,F401 (other test modules import them from here)
 
 from demo.lanes import Lane, text_html  # noqa: E402
 from demo.stage import CUSTOM_LABEL, preset_choices  # noqa: E402
@@ -247,32 +247,14 @@ def visit(page, url: str, timeout: float = 120_000) -> None:
 
 
 def set_max_tokens(page, n: int) -> None:
-    """Type n into the slider's box until the slider has taken it (a fill while Settings is still opening
-    was lost once in a clean-clone run: the race then ran the default 128 tokens and ended before Stop)."""
-    from playwright.sync_api import expect
-
-    box, slider = page.locator("#max-new-tokens input[type=number]"), page.locator("#max-new-tokens input[type=range]")
-    for attempt in range(3):
-        box.fill(str(n))
-        box.press("Enter")
-        try:
-            expect(slider).to_have_value(str(n), timeout=5_000)
-            return
-        except AssertionError:
-            if attempt == 2:
-                raise
+    set_slider(page, "max-new-tokens", n)  # a lost fill once ran the default 128 tokens and ended before Stop
 
 
 def fixed_lengths(page, **values: int) -> None:
     """In the open Settings: Auto draft length off, then each slider (by its elem id) typed to its value."""
-    from playwright.sync_api import expect
-
     page.locator("#auto-length input[type=checkbox]").uncheck()
     for eid, value in values.items():
-        box = page.locator(f"#{eid.replace('_', '-')} input[type=number]")
-        box.fill(str(value))
-        box.press("Enter")
-        expect(page.locator(f"#{eid.replace('_', '-')} input[type=range]")).to_have_value(str(value))
+        set_slider(page, eid.replace("_", "-"), value)
 
 
 def wait_done(page, state: str = "finished", timeout: float = 120_000) -> None:
@@ -377,9 +359,8 @@ def test_browser_domain_sweep_fills_every_domain(app, browser):
     with opened(browser) as page:
         visit(page, app.url)
         page.get_by_role("tab", name="Domain sweep").click()
-        for box, value in (("#sweep-per-domain", 1), ("#sweep-max-new", 16)):
-            page.locator(f"{box} input[type=number]").fill(str(value))
-            page.locator(f"{box} input[type=number]").press("Enter")
+        set_slider(page, "sweep-per-domain", 1)  # a lost fill once raced the default 2 a domain ("of 6")
+        set_slider(page, "sweep-max-new", 16)
         page.evaluate("""() => { window.sweepSaid = []; const s = document.querySelector('#sweep-status');
             new MutationObserver(() => window.sweepSaid.push(s.innerText)).observe(s, {subtree: true,
             childList: true, characterData: true}); }""")  # every status the tab shows, however quick

@@ -8,6 +8,7 @@ import time
 from contextlib import contextmanager
 
 import pytest
+from served import set_slider
 from test_app import opened, visit, wait_done
 
 LONG = " ".join(f"Paragraph {i}: the committee reviewed the river survey, the bridge inspection and the budget "
@@ -26,20 +27,6 @@ def page_of(browser, url: str, failure: str):
 
 def open_settings(page) -> None:
     page.locator("#settings button.label-wrap").click()
-
-
-def set_slider(page, elem_id: str, value: float) -> None:
-    """Type the value and wait until the slider itself shows it (a page still starting up resets it)."""
-    from playwright.sync_api import expect
-
-    box, bar = page.locator(f"#{elem_id} input[type=number]"), page.locator(f"#{elem_id} input[type=range]")
-    for _ in range(3):
-        box.fill(str(value))
-        box.press("Enter")
-        page.wait_for_timeout(300)
-        if float(bar.input_value()) == float(value):
-            return
-    expect(bar).to_have_value(str(value))
 
 
 @pytest.mark.browser

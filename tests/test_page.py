@@ -22,6 +22,7 @@ from test_app import (  # noqa: E402,F401
     fixed_lengths,
     opened,
     set_max_tokens,
+    set_slider,
     visit,
     wait_done,
 )
@@ -401,9 +402,7 @@ def test_the_sweep_stop_confirms_and_keeps_what_was_raced(app, browser):
         visit(page, app.url)
         page.get_by_role("tab", name="Domain sweep").click()
         expect(page.locator("#sweep-stop")).to_be_disabled()  # nothing runs: Stop is off
-        box = page.locator("#sweep-max-new input[type=number]")
-        box.fill("200")
-        box.press("Enter")
+        set_slider(page, "sweep-max-new", 200)
         page.click("#sweep-run")
         expect(page.locator("#sweep-run")).to_be_disabled()
         expect(page.locator("#sweep-run")).to_have_text("Sweeping…")
