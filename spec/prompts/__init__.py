@@ -18,7 +18,7 @@ math (GSM8K-style word problems), code (classic small tasks, stdlib functions, c
 hand-written tasks are data, in assets/prompt_data; the modules here are the logic:
 
     data.py           reads assets/prompt_data
-    vocab.py          the cast and props of the word problems
+    math_cast.py      the cast and props of the word problems
     math_problems.py  the math templates
     stdlib.py         the standard library's public objects and their docs
     code_tasks.py     code prompts        chat_tasks.py  chat prompts
