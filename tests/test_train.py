@@ -14,7 +14,7 @@ from spec.heads.vocab import DraftVocab
 from spec.loop.engine import Engine
 from spec.prompts import build_sets, split_of
 from spec.target import load_target
-from spec.train import distill
+from spec.train import curve, distill, loss
 from spec.train import trainer as train
 
 PROMPTS = [{"prompt": f"question {i} about {w}", "domain": d}
@@ -126,14 +126,14 @@ def test_accept_curve_reads_the_heldout_evaluations_of_runs(setup, tmp_path):
     heldout = [{"prompt": "held out question", "domain": "chat"}, {"prompt": "held out sum", "domain": "math"}]
     s = train.TrainSettings(kind="dspark", steps=6, anchors=4, ckpt_every=3, eval_every=3, eval_tokens=8)
     train.fit(t, data, tmp_path / "run", s, config(t, "dspark"), heldout)
-    curve = train.accept_curve([tmp_path / "run"])
-    assert sorted(set(curve["step"])) == [3, 6] and set(curve["domain"]) == {"chat", "math"}
-    assert set(curve["kind"]) == {"dspark"} and curve["accept"].between(1, 5).all()
-    md, png = train.write_curve(curve, tmp_path / "out")
+    table = curve.accept_curve([tmp_path / "run"])
+    assert sorted(set(table["step"])) == [3, 6] and set(table["domain"]) == {"chat", "math"}
+    assert set(table["kind"]) == {"dspark"} and table["accept"].between(1, 5).all()
+    md, png = curve.write_curve(table, tmp_path / "out")
     assert "DSpark chat" in md.read_text() and png.stat().st_size > 0
     with pytest.raises(SpecError, match="no held-out evaluations"):
         train.fit(t, data, tmp_path / "quiet", train.TrainSettings(steps=2, anchors=4), config(t, "dflash"))
-        train.accept_curve([tmp_path / "quiet"])
+        curve.accept_curve([tmp_path / "quiet"])
 
 
 def test_training_never_sees_heldout_prompts():
@@ -151,9 +151,9 @@ def test_answer_vocab_loss_equals_full_softmax_when_it_covers_everything(setup, 
     V = t.vocab_size
     everything = DraftVocab.of(head, range(V))
     seq = data[0]
-    args = (mx.array(seq.ids), mx.array(seq.taps), mx.array(train.sample_anchors(np.random.default_rng(0), seq, 6)))
-    full, _ = train.block_loss(head, *args, 4.0)
-    sub, _ = train.block_loss(head, *args, 4.0, everything)
+    args = (mx.array(seq.ids), mx.array(seq.taps), mx.array(loss.sample_anchors(np.random.default_rng(0), seq, 6)))
+    full, _ = loss.block_loss(head, *args, 4.0)
+    sub, _ = loss.block_loss(head, *args, 4.0, everything)
     assert abs(full.item() - sub.item()) < 1e-4
 
 
@@ -183,18 +183,18 @@ def test_soft_loss_is_the_hard_loss_when_the_target_is_certain(setup, kind):
     t, data, _ = setup
     head = head_init.new_head(t, config(t, kind))
     seq = data[0]
-    vocab = DraftVocab.of(head, train.answer_vocab(data))
-    args = (mx.array(seq.ids), mx.array(seq.taps), mx.array(train.sample_anchors(np.random.default_rng(0), seq, 6)),
+    vocab = DraftVocab.of(head, loss.answer_vocab(data))
+    args = (mx.array(seq.ids), mx.array(seq.taps), mx.array(loss.sample_anchors(np.random.default_rng(0), seq, 6)),
             4.0, vocab)
     # the next token with probability 1, runners-up at -inf (and one outside the draft vocabulary)
     nxt = np.concatenate([seq.ids[1:], seq.ids[-1:]])
     ids = np.stack([nxt] + [np.full_like(nxt, t.vocab_size - 1)] * 2, axis=1).astype(np.int32)
     logp = np.stack([np.zeros(len(nxt)), np.full(len(nxt), -np.inf), np.full(len(nxt), -np.inf)], 1)
     certain = (mx.array(ids), mx.array(logp.astype(np.float16)))
-    hard, _ = train.block_loss(head, *args)
-    soft, _ = train.block_loss(head, *args, certain, 1.0)
+    hard, _ = loss.block_loss(head, *args)
+    soft, _ = loss.block_loss(head, *args, certain, 1.0)
     assert abs(hard.item() - soft.item()) < 1e-4
-    real, _ = train.block_loss(head, *args, (mx.array(seq.soft_ids), mx.array(seq.soft_logp)), 1.0)
+    real, _ = loss.block_loss(head, *args, (mx.array(seq.soft_ids), mx.array(seq.soft_logp)), 1.0)
     assert abs(real.item() - hard.item()) > 1e-3  # the target's own distribution is not one-hot
 
 
@@ -203,3 +203,15 @@ def test_a_bad_soft_weight_is_one_clear_error_before_any_work(tmp_path):
         train.main(["--kind", "dflash", "--out", str(tmp_path / "run"), "--data", str(tmp_path / "data"),
                     "--soft", "2"])
     assert not (tmp_path / "data").exists() and not (tmp_path / "run").exists()
+
+
+def test_accept_weighting_is_what_each_slot_adds_to_the_expected_accept_length():
+    q = mx.array([[0.5, 0.5, 0.5], [0.9, 0.1, 0.9]])
+    valid = mx.array([[True, True, True], [True, True, False]])
+    w = loss.slot_weights("accept", 3.0, valid, -mx.log(q))
+    # row 0: chains of 1, 2, 3 land with odds .5, .25, .125 -> slot k counts for the chains it is part of
+    assert np.allclose(np.array(w), [[0.875, 0.375, 0.125], [0.99, 0.09, 0.0]], atol=1e-6)
+    decay = loss.slot_weights("decay", 2.0, valid, -mx.log(q))
+    assert np.allclose(np.array(decay)[0], np.exp(-np.arange(3) / 2.0)) and np.array(decay)[1, 2] == 0
+    with pytest.raises(SpecError, match="weighting is one of"):
+        train.TrainSettings(weighting="linear")

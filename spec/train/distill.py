@@ -5,8 +5,6 @@ in shards so epochs never re-run the target."""
 from __future__ import annotations
 
 import hashlib
-import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -15,17 +13,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..target import Target
-
-
-@dataclass
-class Sequence_:
-    ids: np.ndarray  # prompt + answer token ids
-    prompt_len: int
-    domain: str
-    taps: np.ndarray  # [T, n_taps*H] float16
-    soft_ids: np.ndarray | None = None  # [T, K] the target's top-K next tokens (answer rows)
-    soft_logp: np.ndarray | None = None  # [T, K] their log-probs (float16)
-
+from .shards import Sequence_, check_meta, load_data, write_shard  # noqa: F401 (the data's API)
 
 
 def _chunks(xs: list, n: int) -> Iterator[list]:
@@ -37,14 +25,12 @@ def _chunks(xs: list, n: int) -> Iterator[list]:
 SOFT_K = 16  # the target's top-K next-token log-probs kept per answer row (soft labels)
 
 
-
 def top_k(logits: mx.array) -> tuple[mx.array, mx.array]:
     """The target's SOFT_K most likely next tokens and their log-probs, per row."""
     logp = logits.astype(mx.float32)
     logp = logp - mx.logsumexp(logp, axis=-1, keepdims=True)
     top = mx.argpartition(-logp, SOFT_K - 1, axis=-1)[..., :SOFT_K]
     return top.astype(mx.int32), mx.take_along_axis(logp, top, axis=-1).astype(mx.float16)
-
 
 
 def distill(target: Target, prompts: list[list[int]], taps: Sequence[int], max_new_tokens: int) -> list[dict]:
@@ -90,7 +76,6 @@ def distill(target: Target, prompts: list[list[int]], taps: Sequence[int], max_n
     return out
 
 
-
 def build_data(target: Target, out: Path, prompts: list[dict], taps: Sequence[int], *, max_new_tokens: int = 192,
                batch: int = 32, shard_size: int = 128) -> Path:
     """Self-distillation data: greedy answers + taps + soft labels, in shards; finished shards are kept
@@ -101,13 +86,7 @@ def build_data(target: Target, out: Path, prompts: list[dict], taps: Sequence[in
     digest = hashlib.sha256("\n".join(p["prompt"] for p in prompts).encode()).hexdigest()[:16]
     meta = {"target": target.name, "taps": list(taps), "max_new_tokens": max_new_tokens, "prompts": len(prompts),
             "prompts_sha256": digest}
-    meta_path = out / "meta.json"
-    if meta_path.exists():
-        old = {"prompts_sha256": digest, **json.loads(meta_path.read_text())}  # older data has no digest
-        # shards are cut by position in the prompt list, so another list of prompts would mix answers
-        if any(old.get(k) != meta[k] for k in ("taps", "max_new_tokens", "prompts", "prompts_sha256")):
-            raise SpecError(f"{out} holds data made with other settings or prompts ({old}); use another --data folder")
-    meta_path.write_text(json.dumps(meta, indent=2))
+    check_meta(out, meta, ("taps", "max_new_tokens", "prompts", "prompts_sha256"))  # shards are cut by position
     bar = tqdm(total=len(prompts), desc="distilling", unit="prompt")
     for si, shard in enumerate(_chunks(prompts, shard_size)):
         path = out / f"shard-{si:05d}.safetensors"
@@ -118,33 +97,6 @@ def build_data(target: Target, out: Path, prompts: list[dict], taps: Sequence[in
         for group in _chunks(shard, 1 if target.is_gemma4 else batch):
             rows += distill(target, [target.encode_chat(p["prompt"]) for p in group], taps, max_new_tokens)
             bar.update(len(group))
-        tensors = {
-            "ids": mx.array(np.concatenate([np.array(r["ids"], dtype=np.int32) for r in rows])),
-            "offsets": mx.array(np.cumsum([0] + [len(r["ids"]) for r in rows]).astype(np.int32)),
-            "prompt_lens": mx.array(np.array([r["prompt_len"] for r in rows], dtype=np.int32)),
-            **{k: mx.array(np.concatenate([r[k] for r in rows])) for k in ("taps", "soft_ids", "soft_logp")},
-        }
-        tmp = path.with_suffix(".tmp.safetensors")
-        mx.save_safetensors(str(tmp), tensors, metadata={"domains": json.dumps([p["domain"] for p in shard])})
-        tmp.rename(path)
+        write_shard(path, rows, [p["domain"] for p in shard])
     bar.close()
     return out
-
-
-
-def load_data(folder: Path) -> list[Sequence_]:
-    seqs = []
-    for path in sorted(folder.glob("shard-*.safetensors")):
-        if ".tmp." in path.name:
-            continue
-        t, meta = mx.load(str(path), return_metadata=True)
-        ids, off, plen, taps = (np.array(t[k]) for k in ("ids", "offsets", "prompt_lens", "taps"))
-        soft = [np.array(t[k]) if k in t else None for k in ("soft_ids", "soft_logp")]
-        doms = json.loads(meta["domains"])
-        for i in range(len(plen)):
-            a, b = off[i], off[i + 1]
-            seqs.append(Sequence_(ids[a:b], int(plen[i]), doms[i], taps[a:b],
-                                  *(x if x is None else x[a:b] for x in soft)))
-    if not seqs:
-        raise SpecError(f"no training data in {folder}")
-    return seqs

@@ -23,110 +23,28 @@ import mlx.core as mx
 import mlx.nn as nn
 import mlx.optimizers as optim
 import numpy as np
-from mlx.utils import tree_flatten, tree_unflatten
+from mlx.utils import tree_flatten, tree_map, tree_unflatten
 from tqdm import tqdm
 
 from ..errors import SpecError
-from ..heads.backbone import block_embed_ids, default_taps, training_mask
-from ..heads.dspark import DSparkDraftModel
+from ..heads.backbone import default_taps
 from ..heads.files import save_head
 from ..heads.init import head_config, init_from_target, new_head, trainable
 from ..heads.registry import load_dflash, load_dspark
 from ..heads.vocab import DraftVocab
-from ..loop.calibrate import build_engine
 from ..presets import PRESETS, get_preset, resolve
 from ..prompts import build_sets
 from ..report import to_markdown
-from ..target import Target, load_target, softcapped
-from .distill import SOFT_K, Sequence_, build_data, load_data
+from ..target import Target, load_target
+from .corpus import SOURCES, build_corpus
+from .curve import accept_curve, compare, evaluate, write_curve
+from .distill import SOFT_K, build_data
+from .loss import WEIGHTINGS, answer_vocab, block_loss, sample_anchors
+from .shards import Sequence_, load_data
 
 VOCAB_TENSORS = ("embed_tokens.weight", "lm_head.weight")  # DSpark's frozen copies of the target's
-INITS = ("target", "random")  # how a new head starts: init_from_target, or new_head's random weights
-
-
-
-
-
-
-# -- the loss -------------------------------------------------------------------------------------
-
-def answer_vocab(data: list["Sequence_"]) -> np.ndarray:
-    """Every token the target answered with: the softmax rows training scores (exact for every label;
-    49152 x 576 full rows would be most of a step), shipped with the head as its draft vocabulary."""
-    return np.unique(np.concatenate([s.ids[s.prompt_len:] for s in data]))
-
-
-def block_loss(head, ids: mx.array, taps: mx.array, anchors: mx.array, gamma: float,
-               vocab: DraftVocab | None = None, soft: tuple[mx.array, mx.array] | None = None,
-               soft_weight: float = 0.0) -> tuple[mx.array, dict]:
-    """Weighted CE over every draft slot of blocks anchored at `anchors` (+ DSpark confidence BCE).
-
-    Draft i of a block anchored at a predicts token a+1+i (DFlash reads it from slot i+1, DSpark from
-    slot i). soft = the target's top-K (ids, log-probs) per position: with soft_weight w the CE is
-    (1 - w) * CE(greedy token) + w * CE(target's distribution), which also says how close the runners-up
-    were. Returns (loss, stats) with the running accept-length estimate of greedy drafting."""
-    cfg = head.config
-    T, bs, d, s0 = ids.shape[0], cfg.block_size, head.max_drafts, head.first_draft_slot
-    ctx = head.fuse(taps[None].astype(mx.float32))
-    block = head.embed(block_embed_ids(ids[anchors], bs, cfg.mask_token_id))
-    h = head.train_blocks(block, ctx, anchors, training_mask(anchors, T, bs))[:, s0 : s0 + d]
-    pos = anchors[:, None] + 1 + mx.arange(d)[None, :]
-    valid = pos < T
-    labels = ids[mx.minimum(pos, T - 1)]
-    prev = ids[mx.minimum(pos - 1, T - 1)]
-    dspark = isinstance(head, DSparkDraftModel)
-    if vocab is None:
-        logits = head.logits(h)
-        if dspark and head.has_markov:
-            logits = logits + head.markov_bias(prev)
-    else:
-        logits = softcapped(h @ vocab.weight.T, head.softcap if dspark else head.target.softcap)
-        if dspark and head.has_markov:  # the live Markov weights (vocab.markov is a frozen copy)
-            logits = logits + head.markov_head.markov_w1(prev) @ head.markov_head.markov_w2.weight[vocab.ids].T
-        labels = vocab.index_of(labels)
-    w = mx.exp(-mx.arange(d) / gamma)[None, :] * valid
-    if soft is not None and soft_weight:  # one log-softmax serves both terms
-        logq = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
-        hard = -mx.take_along_axis(logq, labels[..., None].astype(mx.int32), axis=-1)[..., 0]
-        ce = (1 - soft_weight) * hard + soft_weight * soft_cross_entropy(logq, pos, soft, vocab)
-    else:
-        ce = nn.losses.cross_entropy(logits, labels)
-    loss = (ce * w).sum() / w.sum()
-    hit = (mx.argmax(logits, axis=-1) == labels) & valid
-    if dspark and head.has_confidence:
-        feats = h if not cfg.confidence_with_markov else mx.concatenate([h, head.markov_head.markov_w1(prev)], axis=-1)
-        conf = head.confidence_head(feats)
-        bce = nn.losses.binary_cross_entropy(conf, mx.stop_gradient(hit.astype(mx.float32)), with_logits=True,
-                                             reduction="none")
-        loss = loss + (bce * w).sum() / w.sum()
-    accepted = mx.cumprod(hit.astype(mx.int32), axis=1).sum(axis=1)
-    return loss, {"tau": (accepted + 1).astype(mx.float32).mean(), "ce": (ce * w).sum() / w.sum()}
-
-
-def soft_cross_entropy(logq: mx.array, pos: mx.array, soft: tuple[mx.array, mx.array],
-                       vocab: DraftVocab | None) -> mx.array:
-    """-sum_k p_k log q(k) (logq: the head's log-softmax) against the target's top-K distribution for each
-    label position `pos` (the target's row pos - 1); runners-up outside the draft vocabulary are dropped,
-    p renormalised."""
-    rows = mx.clip(pos - 1, 0, soft[0].shape[0] - 1)
-    tok, p = soft[0][rows], mx.exp(soft[1][rows].astype(mx.float32))
-    if vocab is not None:
-        idx = mx.minimum(vocab.index_of(tok), vocab.ids.shape[0] - 1)
-        p = p * (vocab.ids[idx] == tok.astype(mx.uint32))
-        tok = idx
-    return -(p * mx.take_along_axis(logq, tok.astype(mx.int32), axis=-1)).sum(-1) / mx.maximum(p.sum(-1), 1e-6)
-
-
-def sample_anchors(rng: np.random.Generator, seq: Sequence_, n: int) -> np.ndarray:
-    """Anchors whose next token is part of the answer (the prompt is context, never a label)."""
-    lo, hi = max(0, seq.prompt_len - 1), len(seq.ids) - 1
-    cand = np.arange(lo, hi)
-    if len(cand) == 0:
-        return cand
-    return np.sort(rng.choice(cand, size=min(n, len(cand)), replace=False))
-
-
-# -- the run --------------------------------------------------------------------------------------
+WARM_KEYS = ("block_size", "num_hidden_layers", "target_layer_ids", "mask_token_id", "dflash_config", "markov_rank")
+INITS = ("target", "random")  # init_from_target or new_head's random weights (or a head folder: a warm start)
 
 @dataclass
 class TrainSettings:
@@ -141,7 +59,10 @@ class TrainSettings:
     clip: float = 1.0
     answer_vocab: bool = True  # softmax over the answers' vocabulary only (see answer_vocab)
     soft: float = 0.0  # weight of the target's top-K distribution in the CE (0 = greedy tokens only)
-    init: str = "target"  # one of INITS
+    weighting: str = "decay"  # one of loss.WEIGHTINGS: how each draft slot's loss counts
+    init: str = "target"  # one of INITS, or a head folder to warm-start from
+    corpus_share: float = 0.0  # of each step's sequences, the share drawn from the corpus (text windows)
+    corpus_steps: int = 0  # the first steps read the corpus alone (pre-training), then the answers
     seed: int = 0
     ckpt_every: int = 200
     eval_every: int = 0
@@ -152,8 +73,16 @@ class TrainSettings:
         self.gamma = self.gamma or (7.0 if self.kind == "dflash" else 4.0)
         if not 0 <= self.soft <= 1:
             raise SpecError(f"--soft is a weight in [0, 1], not {self.soft}")
-        if self.init not in INITS:
-            raise SpecError(f"--init is one of {', '.join(INITS)}, not {self.init!r}")
+        if self.init not in INITS and not Path(self.init).is_dir():
+            raise SpecError(f"--init is one of {', '.join(INITS)} or a head folder, not {self.init!r}")
+        if self.weighting not in WEIGHTINGS:
+            raise SpecError(f"--weighting is one of {', '.join(WEIGHTINGS)}, not {self.weighting!r}")
+        if not 0 <= self.corpus_share <= 1:
+            raise SpecError(f"--corpus-share is a share in [0, 1], not {self.corpus_share}")
+
+    def corpus_at(self, step: int) -> float:
+        """The share of this step's sequences that come from the corpus."""
+        return 1.0 if step < self.corpus_steps else self.corpus_share
 
 
 def schedule(s: TrainSettings):
@@ -187,24 +116,13 @@ def export_head(head, config: dict, folder: Path, *, ship: bool = False) -> Path
     return save_head(folder, config, weights, head.draft_ids)
 
 
-def evaluate(target: Target, head, prompts: list[dict], max_new_tokens: int = 96, max_draft: int = 0) -> dict[str, float]:
-    """Mean accept length per domain at T = 0 on the given (held-out) prompts."""
-    out: dict[str, list[int]] = {}
-    eng = build_engine(target, head, max_draft)
-    for p in prompts:
-        res = eng.generate(p["prompt"], max_new_tokens)
-        out.setdefault(p["domain"], []).extend(res.accept_lengths)
-    return {d: round(sum(v) / len(v), 3) for d, v in out.items()}
-
-
 def fit(target: Target, data: list[Sequence_], out: Path, s: TrainSettings, config: dict,
-        heldout: list[dict] | None = None, until: int | None = None) -> Path:
+        heldout: list[dict] | None = None, until: int | None = None, corpus: list[Sequence_] = ()) -> Path:
     """Train (resuming from out/checkpoint if present) and export to out/head.
 
-    until: stop after this step (the schedule still spans s.steps): a time-boxed or interrupted run."""
-    head = trainable(new_head(target, config, s.seed))
-    if s.init == "target":
-        init_from_target(head, target)  # a resumed run loads its checkpoint over this
+    until: stop after this step (the schedule still spans s.steps): a time-boxed or interrupted run.
+    corpus: text windows the target read (spec.train.corpus), drawn as s.corpus_at(step) says."""
+    head = start_head(target, config, s)
     opt = optim.AdamW(learning_rate=schedule(s), weight_decay=s.weight_decay)
     ckpt = out / "checkpoint"
     step, log = resume(ckpt, head, opt, config)
@@ -212,14 +130,16 @@ def fit(target: Target, data: list[Sequence_], out: Path, s: TrainSettings, conf
     vocab = DraftVocab.of(head, head.draft_ids) if s.answer_vocab else None
     if s.soft and any(q.soft_ids is None for q in data):
         raise SpecError("--soft needs data with soft labels (made since 2026-12-03): build it in a new --data folder")
+    if (s.corpus_share or s.corpus_steps) and not corpus:
+        raise SpecError("--corpus-share and --corpus-steps need the corpus (--corpus FOLDER)")
     loss_and_grad = nn.value_and_grad(
-        head, lambda ids, taps, anchors, *soft: block_loss(head, ids, taps, anchors, s.gamma, vocab,
-                                                           soft or None, s.soft))
+        head, lambda ids, taps, anchors, greedy, *soft: block_loss(head, ids, taps, anchors, s.gamma, vocab,
+                                                                   soft or None, s.soft, greedy, s.weighting))
     bar = tqdm(total=s.steps, initial=step, desc=f"train {s.kind}", unit="step")
     ema: dict[str, float] = {}
     while step < min(s.steps, until or s.steps):
         rng = np.random.default_rng([s.seed, step])  # a resumed run draws the same batches
-        for k, v in step_on(head, opt, loss_and_grad, data, rng, s).items():
+        for k, v in step_on(head, opt, loss_and_grad, draw(rng, data, corpus, s, step), rng, s).items():
             ema[k] = v if k not in ema else 0.98 * ema[k] + 0.02 * v
         step += 1
         bar.update(1)
@@ -236,6 +156,40 @@ def fit(target: Target, data: list[Sequence_], out: Path, s: TrainSettings, conf
     bar.close()
     return export_head(head, config, out / "head")
 
+
+def start_head(target: Target, config: dict, s: TrainSettings) -> Any:
+    """A new head as s.init says: the target's top, random, or the weights of a trained head (a warm start;
+    every trainable tensor must be there, in the same shape). A resumed run loads its checkpoint over it."""
+    head = trainable(new_head(target, config, s.seed))
+    if s.init == "target":
+        init_from_target(head, target)
+    elif s.init != "random":
+        folder = Path(s.init)
+        theirs = json.loads((folder / "config.json").read_text()) if (folder / "config.json").exists() else {}
+        differ = [k for k in WARM_KEYS if k in theirs and k in config and theirs[k] != config[k]]
+        if differ:
+            raise SpecError(f"{folder} was trained with other {', '.join(differ)} than this run asks for "
+                            f"({', '.join(f'{k}: {theirs[k]} vs {config[k]}' for k in differ)})")
+        weights = {k: v for f in sorted(folder.glob("*.safetensors")) for k, v in mx.load(str(f)).items()}
+        mine = dict(tree_flatten(head.trainable_parameters()))
+        missing = [k for k, v in mine.items() if k not in weights or weights[k].shape != v.shape]
+        if missing:
+            raise SpecError(f"{folder} is not a {s.kind} head of this shape: {len(missing)} of {len(mine)} "
+                            f"tensors missing or shaped otherwise (e.g. {missing[0]})")
+        head.load_weights([(k, weights[k].astype(mx.float32)) for k in mine], strict=False)
+    return head
+
+
+def draw(rng: Any, data: list[Sequence_], corpus: Sequence[Sequence_], s: TrainSettings, step: int) -> list[Sequence_]:
+    """This step's sequences: answers, and as many text windows as the corpus share says (on average)."""
+    share = s.corpus_at(step) if corpus else 0.0
+    if share == 0:
+        return [data[int(i)] for i in rng.choice(len(data), size=s.seqs_per_step, replace=False)]
+    n = int(rng.binomial(s.seqs_per_step, share))
+    return ([corpus[int(i)] for i in rng.choice(len(corpus), size=n, replace=False)]
+            + [data[int(i)] for i in rng.choice(len(data), size=s.seqs_per_step - n, replace=False)])
+
+
 def resume(ckpt: Path, head: Any, opt: Any, config: dict) -> tuple[int, list]:
     """(step, log) of the checkpoint in `ckpt`, its weights and optimizer state loaded; (0, []) if none."""
     if not (ckpt / "state.json").exists():
@@ -249,82 +203,26 @@ def resume(ckpt: Path, head: Any, opt: Any, config: dict) -> tuple[int, list]:
     return state["step"], state["log"]
 
 
-def step_on(head: Any, opt: Any, loss_and_grad: Any, data: list[Sequence_], rng: Any, s: TrainSettings) -> dict:
-    """One optimizer step over s.seqs_per_step sequences (gradients averaged, clipped); its mean loss and
-    training accept length ({} when no sequence had an anchor)."""
+def step_on(head: Any, opt: Any, loss_and_grad: Any, seqs: list[Sequence_], rng: Any, s: TrainSettings) -> dict:
+    """One optimizer step over `seqs` (gradients averaged, clipped); its mean loss and training accept
+    length ({} when no sequence had an anchor)."""
     grads_acc, stats_acc = None, []
-    for i in rng.choice(len(data), size=s.seqs_per_step, replace=False):
-        seq = data[int(i)]
+    for seq in seqs:
         anchors = sample_anchors(rng, seq, s.anchors)
         if len(anchors) == 0:
             continue
         soft = (mx.array(seq.soft_ids), mx.array(seq.soft_logp)) if s.soft else ()
-        (loss, stats), grads = loss_and_grad(mx.array(seq.ids), mx.array(seq.taps), mx.array(anchors), *soft)
-        grads_acc = grads if grads_acc is None else tree_map_add(grads_acc, grads)
+        (loss, stats), grads = loss_and_grad(mx.array(seq.ids), mx.array(seq.taps), mx.array(anchors),
+                                             mx.array(seq.greedy()), *soft)
+        grads_acc = grads if grads_acc is None else tree_map(mx.add, grads_acc, grads)
         stats_acc.append((loss, stats["tau"]))
     if not stats_acc:
         return {}
-    grads_acc, _ = optim.clip_grad_norm(tree_map_scale(grads_acc, 1.0 / len(stats_acc)), s.clip)
+    grads_acc, _ = optim.clip_grad_norm(tree_map(lambda g: g / len(stats_acc), grads_acc), s.clip)
     opt.update(head, grads_acc)
     mx.eval(head.parameters(), opt.state)
     return {"loss": float(sum(l.item() for l, _ in stats_acc) / len(stats_acc)),
             "tau": float(sum(t.item() for _, t in stats_acc) / len(stats_acc))}
-
-
-
-def accept_curve(runs: Sequence[Path]) -> "Any":
-    """Held-out accept length vs training step (and minutes trained) of run folders, from their logs."""
-    import pandas as pd
-
-    rows = []
-    for run in runs:
-        state = json.loads((Path(run) / "checkpoint" / "state.json").read_text())
-        kind, log = state["settings"]["kind"], state["log"]
-        clock = {e["step"]: e["time"] for e in log if "time" in e}
-        start = min(clock.values()) if clock else 0.0
-        for e in log:
-            if "heldout_accept" in e:
-                t = clock.get(e["step"], max((v for k, v in clock.items() if k <= e["step"]), default=start))
-                rows += [{"kind": kind, "step": e["step"], "minutes": round((t - start) / 60, 1), "domain": d,
-                          "accept": a} for d, a in e["heldout_accept"].items()]
-    if not rows:
-        raise SpecError("no held-out evaluations in these runs' logs (train with --eval-every N)")
-    return pd.DataFrame(rows)
-
-
-def write_curve(curve: "Any", out: Path) -> list[Path]:
-    """curve.md (step x kind/domain table) and curve.png (accept length vs step) in `out`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-
-    out.mkdir(parents=True, exist_ok=True)
-    wide = curve.assign(col=curve["kind"].map({"dflash": "DFlash", "dspark": "DSpark"}) + " " + curve["domain"])
-    wide = wide.pivot_table(index="step", columns="col", values="accept").round(2)
-    wide.columns.name = None
-    paths = [out / "curve.md", out / "curve.png"]
-    paths[0].write_text(to_markdown(wide.reset_index().fillna("")) + "\n")
-    ax = wide.plot(figsize=(8, 4.5), marker="o", style=["-" if c.startswith("DFlash") else "--" for c in wide])
-    ax.set_xlabel("training step")
-    ax.set_ylabel("held-out accept length (T = 0)")
-    plt.tight_layout()
-    plt.savefig(paths[1], dpi=120)
-    plt.close()
-    return paths
-
-
-def tree_map_add(a, b):
-    from mlx.utils import tree_map
-
-    return tree_map(lambda x, y: x + y, a, b)
-
-
-def tree_map_scale(a, f: float):
-    from mlx.utils import tree_map
-
-    return tree_map(lambda x: x * f, a)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -345,25 +243,41 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--mask-token-id", type=int, default=None)
     ap.add_argument("--taps", type=str, default=None, help="comma-separated target layer ids")
     ap.add_argument("--ship", type=Path, default=None, help="also write a bf16 copy without vocab tensors here")
-    for f in ("steps", "seqs_per_step", "anchors", "ckpt_every", "eval_every", "eval_prompts", "seed"):
+    for f in ("steps", "seqs_per_step", "anchors", "ckpt_every", "eval_every", "eval_prompts", "eval_tokens",
+              "corpus_steps", "seed"):
         ap.add_argument("--" + f.replace("_", "-"), type=int, default=getattr(TrainSettings, f))
     ap.add_argument("--lr", type=float, default=TrainSettings.lr)
     ap.add_argument("--soft", type=float, default=0.0,
                     help="weight of the target's top-%d distribution in the loss (0: its greedy tokens only)" % SOFT_K)
-    ap.add_argument("--init", choices=INITS, default=TrainSettings.init,
-                    help="start the head's layers, final norm and fc from the target's top (default) or at random")
+    ap.add_argument("--init", default=TrainSettings.init, metavar="{target,random,shipped,FOLDER}",
+                    help="start from the target's top (default), at random, or from a trained head's weights: "
+                         "the preset's shipped head or a head folder")
     ap.add_argument("--until", type=int, default=None,
                     help="stop after this step (the schedule still spans --steps); the same command resumes")
     ap.add_argument("--gamma", type=float, default=0.0,
                     help="slot k's loss weight is exp(-k/gamma) (default: DFlash 7, DSpark 4)")
+    ap.add_argument("--weighting", choices=WEIGHTINGS, default=TrainSettings.weighting,
+                    help="slot k's loss weight: exp(-k/gamma) (decay), or what it adds to the expected accept length "
+                         "under the head's own current odds (accept)")
+    ap.add_argument("--corpus", type=Path, default=None,
+                    help="text the target reads at prefill speed (spec.train.corpus), built here if missing")
+    ap.add_argument("--corpus-tokens", default="code=300000,prose=200000,math=100000",
+                    help=f"tokens of each source ({', '.join(SOURCES)}) the corpus holds")
+    ap.add_argument("--corpus-share", type=float, default=0.0, help="share of each step's sequences from the corpus")
+    ap.add_argument("--window", type=int, default=512, help="tokens per corpus window (one forward each)")
     ap.add_argument("--curve", type=Path, nargs="+", metavar="RUN",
                     help="instead of training: write the held-out accept curve of these run folders to --out")
+    ap.add_argument("--compare", nargs="+", metavar="HEAD",
+                    help="instead of training: held-out accept per domain of these --kind heads (folders, or "
+                         "'shipped'), side by side (--eval-prompts per domain, --eval-tokens each)")
     return ap
 
 
 def main(argv: list[str]) -> int:
     ap = parser()
     a = ap.parse_args(argv)
+    if a.compare:
+        return compare_heads(a) if a.kind else ap.error("--compare needs --kind")
     if a.out is None or (a.kind is None and not a.curve):
         ap.error("--out is required, and --kind unless --curve is given")
     if a.curve:
@@ -374,29 +288,62 @@ def main(argv: list[str]) -> int:
     return train(a)
 
 
+def shipped_or(a: argparse.Namespace, ref: str) -> str:
+    """'shipped' is the preset's head of this kind (the pocket's set up from assets/); anything else as is."""
+    return resolve(getattr(get_preset(a.preset), a.kind), a.kind) if ref == "shipped" else ref
+
+
+def target_of(a: argparse.Namespace) -> Target:
+    ref = a.target if a.target not in (None, "pocket") else get_preset(a.target or a.preset).target
+    return load_target(resolve(ref, "target"))
+
+
+def heldout_prompts(per_domain: int) -> list[dict]:
+    sets = build_sets(0, seed=0, n_heldout=max(per_domain, 1))
+    return [p for d in sorted(sets) for p in sets[d]["heldout"][:per_domain]]
+
+
+def compare_heads(a: argparse.Namespace) -> int:
+    """Held-out accept per domain of several heads of one kind, measured one after another on the same prompts."""
+    target, load = target_of(a), (load_dflash if a.kind == "dflash" else load_dspark)
+    heads = [(ref, load(shipped_or(a, ref), target)) for ref in a.compare]
+    table = compare(target, heads, heldout_prompts(a.eval_prompts), a.eval_tokens)
+    print(to_markdown(table))
+    return 0
+
+
 def train(a: argparse.Namespace) -> int:
     """The distillation data (built once, cached), then the fit, then the shipped copy if asked."""
     s = TrainSettings(kind=a.kind, steps=a.steps, lr=a.lr, gamma=a.gamma, seqs_per_step=a.seqs_per_step,
-                      anchors=a.anchors, ckpt_every=a.ckpt_every, eval_every=a.eval_every,
-                      eval_prompts=a.eval_prompts, seed=a.seed, soft=a.soft, init=a.init)  # bad settings fail before any work
-
-    ref = a.target if a.target not in (None, "pocket") else get_preset(a.target or a.preset).target
-    target = load_target(resolve(ref, "target"))
+                      anchors=a.anchors, ckpt_every=a.ckpt_every, eval_every=a.eval_every, eval_prompts=a.eval_prompts,
+                      eval_tokens=a.eval_tokens, seed=a.seed, soft=a.soft, init=shipped_or(a, a.init),
+                      corpus_share=a.corpus_share, corpus_steps=a.corpus_steps,
+                      weighting=a.weighting)  # bad settings fail here, before any work
+    target = target_of(a)
     taps = [int(x) for x in a.taps.split(",")] if a.taps else default_taps(target.num_layers)
     config = head_config(target, a.kind, layers=a.layers, block_size=a.block_size, taps=taps,
                          mask_token_id=a.mask_token_id, markov_rank=a.markov_rank)
     sets = build_sets(a.prompts_per_domain, seed=0)
     train_prompts = [p for d in sorted(sets) for p in sets[d]["train"]]
-    heldout = [p for d in sorted(sets) for p in sets[d]["heldout"][: a.eval_prompts]]
     data_dir = a.data or a.out.parent / "data"
     build_data(target, data_dir, train_prompts, taps, max_new_tokens=a.max_new_tokens, batch=a.gen_batch)
+    if a.corpus:
+        build_corpus(target, a.corpus, taps, tokens=corpus_tokens(a.corpus_tokens), window=a.window)
     if a.steps == 0:
-        print(f"distillation data in {data_dir} (--steps 0: no training)")
+        print(f"training data in {data_dir}" + (f" and {a.corpus}" if a.corpus else "") + " (--steps 0: no training)")
         return 0
-    data = load_data(data_dir)
-    folder = fit(target, data, a.out, s, config, heldout, until=a.until)
+    corpus = load_data(a.corpus) if a.corpus else []
+    folder = fit(target, load_data(data_dir), a.out, s, config, heldout_prompts(a.eval_prompts), a.until, corpus)
     print(f"head written to {folder}")
     if a.ship:
         head = (load_dflash if a.kind == "dflash" else load_dspark)(str(folder), target)
         print(f"shipped copy written to {export_head(head, config, a.ship, ship=True)}")
     return 0
+
+
+def corpus_tokens(text: str) -> dict[str, int]:
+    """'code=300000,prose=200000' -> {"code": 300000, "prose": 200000}."""
+    try:
+        return {k.strip(): int(v) for k, v in (part.split("=") for part in text.split(",") if part.strip())}
+    except ValueError:
+        raise SpecError(f"--corpus-tokens is source=tokens,... (e.g. code=300000,prose=200000), not {text!r}") from None
