@@ -12,6 +12,7 @@ import mlx.core as mx
 
 from .cpu import blas_info
 from .errors import SpecError, deprecated, flag
+from .heads.lookup import LookupConfig, PromptLookup
 from .heads.registry import load_dflash, load_dspark
 from .loop.calibrate import build_engine
 from .loop.engine import draft_length, tree_setting
@@ -28,7 +29,8 @@ EXAMPLE = "Write a Python function that checks whether a string is a palindrome.
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m spec", description=__doc__,
                                  epilog=f"sub-commands: {', '.join(SUBCOMMANDS)} (python -m spec bench --help)")
-    ap.add_argument("--mode", choices=["dspark", "dflash", "baseline"], default="dflash")
+    ap.add_argument("--mode", choices=["dspark", "dflash", "lookup", "baseline"], default="dflash",
+                    help="the drafter: a trained head (dspark, dflash), prompt lookup (no head), or none")
     add_model_flags(ap)
     ap.add_argument("--family", help=argparse.SUPPRESS)  # the old names of --preset, --target and the head's flag
     ap.add_argument("--model", help=argparse.SUPPRESS)
@@ -43,6 +45,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--confidence-threshold", type=float, default=0.0, help="DSpark: cut drafts below it (0 = off)")
     ap.add_argument("--no-markov", action="store_true",
                     help="DSpark: draft every slot from the backbone alone, without the Markov head (an ablation)")
+    ap.add_argument("--lookup-ngram", default=f"{LookupConfig.min_ngram}-{LookupConfig.max_ngram}", metavar="MIN-MAX",
+                    help="lookup: the n-gram sizes matched, longest first")
     ap.add_argument("--drafter-bits", type=int, choices=[0, 4, 8], default=None,
                     help="quantize the head on load (default: 4 on an Apple GPU, 0 on CPU)")
     ap.add_argument("--temperature", type=float, default=0.0)
@@ -75,19 +79,15 @@ def upgrade(args: argparse.Namespace) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> int:
     args = upgrade(args)
-    head = getattr(args, args.mode, None) if args.mode != "baseline" else None
-    preset = get_preset(args.preset) if not (args.target and (head or args.mode == "baseline")) else None
-    if args.mode != "baseline" and not (head or getattr(preset, args.mode)):
-        raise SpecError(f"preset {preset.name!r} has no {args.mode} head: {preset.missing or 'none named'}; "
-                        f"use the other --mode, or name a head with --{args.mode}")
     progress = Console()  # a first start converts the pocket target and measures auto's costs: say so
-    target_ref = args.target or resolve(preset.target, "target", progress)
+    target_ref, head_ref = refs(args, progress)
     target = load_target(target_ref)
     drafter = None
-    if args.mode != "baseline":
-        head_ref = head or resolve(getattr(preset, args.mode), args.mode, progress)
-        loader = load_dflash if args.mode == "dflash" else load_dspark
-        drafter = loader(head_ref, target, drafter_bits=args.drafter_bits)
+    if args.mode == "lookup":
+        drafter, head_ref = PromptLookup(lookup_config(args.lookup_ngram)).bind(target), f"lookup {args.lookup_ngram}"
+    elif args.mode != "baseline":
+        drafter = (load_dflash if args.mode == "dflash" else load_dspark)(head_ref, target,
+                                                                          drafter_bits=args.drafter_bits)
     engine = build_engine(target, drafter, args.max_draft, progress, confidence_threshold=args.confidence_threshold,
                           sampling=Sampling(args.temperature, args.top_p, args.top_k, args.seed),
                           thinking=args.thinking, tree=args.tree, markov=not args.no_markov)
@@ -96,8 +96,7 @@ def run(args: argparse.Namespace) -> int:
     prompt = list(target.tokenizer.encode(args.prompt)) if args.no_chat else args.prompt
     gen = engine.start(prompt, args.max_new_tokens)
     if not args.json:
-        print(f"# {engine.name} | target {target_ref} | head {head_ref if drafter else '-'} | {device_line()}",
-              file=sys.stderr)
+        print(f"# {engine.name} | target {target_ref} | head {head_ref or '-'} | {device_line()}", file=sys.stderr)
     for r in gen:
         if not args.json:
             print(r.text, end="", flush=True)
@@ -112,6 +111,27 @@ def run(args: argparse.Namespace) -> int:
               f"{res.tokens_per_sec:.1f} tok/s end-to-end | {len(res.token_ids)} tokens in {res.rounds} rounds | "
               f"{res.finish_reason}")
     return 0
+
+
+def refs(args: argparse.Namespace, progress: Console) -> tuple[str, str | None]:
+    """(the target, the head) as named or as the preset has them (no head for baseline and lookup)."""
+    trained = args.mode in ("dspark", "dflash")
+    head = getattr(args, args.mode, None) if trained else None
+    preset = get_preset(args.preset) if not (args.target and (head or not trained)) else None
+    if trained and not (head or getattr(preset, args.mode)):
+        raise SpecError(f"preset {preset.name!r} has no {args.mode} head: {preset.missing or 'none named'}; "
+                        f"use the other --mode, or name a head with --{args.mode}")
+    target_ref = args.target or resolve(preset.target, "target", progress)
+    return target_ref, (head or resolve(getattr(preset, args.mode), args.mode, progress)) if trained else None
+
+
+def lookup_config(text: str) -> LookupConfig:
+    """'1-4' -> n-grams of 4 tokens down to 1."""
+    try:
+        low, high = (int(x) for x in text.split("-"))
+    except ValueError:
+        raise SpecError(f"--lookup-ngram is MIN-MAX (e.g. 1-4), not {text!r}") from None
+    return LookupConfig(max_ngram=high, min_ngram=low)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,8 @@ def test_json_for_scripts(tiny_dir):
         assert out["token_ids"] == base["token_ids"] and out["text"] == base["text"]
         tree = spec("--mode", mode, f"--{mode}", str(tiny_dir / head), "--max-draft", "3", "--tree", "5", *common)
         assert json.loads(tree.stdout)["token_ids"] == base["token_ids"]
+    lookup = json.loads(spec("--mode", "lookup", "--max-draft", "5", *common).stdout)  # no head to name
+    assert lookup["token_ids"] == base["token_ids"]
 
 
 def test_streaming_text_and_summary(tiny_dir):
@@ -41,6 +43,7 @@ def test_bad_input_is_one_clear_line(tiny_dir):
           "--tree", "-2"], "tree must be auto or a number of drafted nodes in 0..64"),
         (["--mode", "dspark", "--target", str(tiny_dir / "qwen3"), "--dspark", str(tiny_dir / "missing")], "not found"),
         (["--preset", "nope"], "unknown preset 'nope'"),
+        (["--mode", "lookup", "--target", str(tiny_dir / "qwen3"), "--lookup-ngram", "4-2"], "1 <= min <= max"),
         (["--preset", "qwen3.5", "--mode", "dspark"], "no DSpark head is published for Qwen3.5"),  # before any download
     ]
     for args, words in cases:

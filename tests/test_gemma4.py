@@ -112,6 +112,9 @@ class Oracle:
     def make_cache(self):
         return self.head.make_cache()
 
+    def see(self, cache, tokens):
+        self.head.see(cache, tokens)
+
     def propose(self, cache, new_taps, anchor, k, sampling, key, threshold=0.0):
         self.head.propose(cache, new_taps, anchor, k, sampling, key)
         self.context += 0 if new_taps is None else new_taps.shape[1]

@@ -372,6 +372,9 @@ class OracleHead:
     def make_cache(self):
         return self.head.make_cache()
 
+    def see(self, cache, tokens):
+        self.head.see(cache, tokens)
+
     def propose(self, cache, new_taps, anchor, k, sampling, key, threshold=0.0):
         self.head.propose(cache, new_taps, anchor, k, sampling, key)  # keep the real context cache going
         self.pos = self.truth.index(anchor, self.pos) if anchor in self.truth[self.pos:] else self.pos

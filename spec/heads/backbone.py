@@ -278,6 +278,9 @@ class Backbone(nn.Module):
     def fuse(self, taps: mx.array) -> mx.array:
         return self.hidden_norm(self.fc(taps))
 
+    def see(self, cache: list[KVCache], tokens: list[int]) -> None:
+        """A head reads the committed text through the target's taps (propose's new_taps): nothing to do."""
+
     def make_cache(self) -> list[KVCache]:
         return [KVCache() for _ in self.layers]
 

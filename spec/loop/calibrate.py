@@ -27,7 +27,7 @@ from .engine import Engine, draft_length
 from .results import Round
 from .verify import Sampling
 
-HEAD_NAMES = {"dspark": "DSpark", "dflash": "DFlash"}
+HEAD_NAMES = {"dspark": "DSpark", "dflash": "DFlash", "lookup": "prompt lookup"}
 # one per domain: a prior from one domain (code) was far too hopeful for chat
 CALIBRATION_PROMPTS = ("Explain why the sky is blue to a ten-year-old.",
                        "Write a Python function that returns the n-th Fibonacci number, then explain it.",

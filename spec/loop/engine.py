@@ -24,13 +24,16 @@ from .verify import Sampling
 
 
 class Drafter(Protocol):
-    """What the loop needs from a drafter (DFlashDraftModel and DSparkDraftModel provide it)."""
+    """What the loop needs from a drafter (DFlashDraftModel, DSparkDraftModel and PromptLookup provide it).
+    A head learns the committed text from the target's taps; `see` shows the tokens themselves."""
 
     kind: str
     config: object
     max_drafts: int
 
     def make_cache(self) -> list: ...
+
+    def see(self, cache: list, tokens: list[int]) -> None: ...
 
     def propose(self, cache: list, new_taps: mx.array | None, anchor: int, k: int, sampling: Sampling,
                 key: mx.array | None, threshold: float = 0.0) -> tuple[mx.array, mx.array | None]: ...

@@ -46,6 +46,8 @@ class Generation:
         self.cache = t.make_cache()
         d = self.engine.drafter
         self.draft_cache = d.make_cache() if d is not None else None
+        if d is not None:
+            d.see(self.draft_cache, self.prompt_ids)
         self.policy = (None if self.engine.costs is None
                        else autodraft.AutoDraft(self.engine.costs, self.engine.max_draft, max_nodes=self.engine.tree,
                                                 adapt=self.engine.adapt))
@@ -302,6 +304,8 @@ class Generation:
                 break
         index = len(self.accept_lengths)
         self.ids.extend(tokens)
+        if self.engine.drafter is not None:
+            self.engine.drafter.see(self.draft_cache, tokens)
         if not self.finish_reason:
             if len(self.ids) >= self.max_new_tokens:
                 self.finish_reason = "length"
