@@ -18,7 +18,7 @@ from demo.controls import RUN_LABEL, armed
 from demo.download import download_question, to_download
 from demo.export import save_results
 from demo.exposure import REFUSED
-from demo.knobs import head_blocks, page_values, settings_of
+from demo.knobs import DRAFT_KNOBS, head_blocks, page_values, settings_of
 from demo.lanes import LANES, esc
 from demo.stage import Choice, Stage, describe, preparation_html, preset_note
 from demo.status import error_html
@@ -38,7 +38,7 @@ WAITING = ('<div class="status queued"><span class="pulse wait"></span><b>Prepar
            "as soon as it is ready (the steps show above).</div>")
 READY = '<div class="status">Ready.</div>'
 WAIT_LABEL = "Preparing…"
-LIMITS = 3  # knob_limits' updates: the two draft-length sliders and the thinking box
+LIMITS = len(DRAFT_KNOBS) + 1  # knob_limits' updates: the draft-length sliders and the thinking box
 
 
 class Handlers:
@@ -273,8 +273,9 @@ class Handlers:
 
 
 def block_sizes(stage: Stage) -> tuple[int, int]:
-    """Where the draft-length sliders end (the API checks the same ends: demo.knobs.head_blocks)."""
-    return tuple(head_blocks(stage.arena).values())
+    """Where the heads' draft-length sliders end (the API checks the same ends: demo.knobs.head_blocks)."""
+    ends = head_blocks(stage.arena)
+    return ends["dspark_max_draft"], ends["dflash_max_draft"]
 
 
 def prefill_rate(outcome: Any) -> float:
@@ -293,7 +294,6 @@ def can_think(stage: Stage) -> bool:
 def knob_limits(stage: Stage) -> tuple:
     """What the loaded model changes in the Settings (LIMITS updates): where the draft-length sliders end,
     and whether "Let the model think" is offered (off where the template has no such switch)."""
-    cap_max, len_max = block_sizes(stage)
     think = can_think(stage)
-    return (gr.Slider(maximum=cap_max), gr.Slider(maximum=len_max),
+    return (*(gr.Slider(maximum=end) for end in head_blocks(stage.arena).values()),
             gr.Checkbox(visible=True) if think else gr.Checkbox(value=False, visible=False))

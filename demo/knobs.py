@@ -51,10 +51,16 @@ KNOBS = (
              "fixed length); 0 = chains only"),
     Knob("baseline", "Greedy baseline lane", "the target alone, the reference of every speedup", True),
     Knob("thinking", "Let the model think", "the chat template's enable_thinking (Qwen3's <think>)", False),
+    # new knobs go last: API callers that pass parameters by position keep their meaning
+    Knob("lookup", "Prompt lookup lane", "the head-free racer: drafts by copying what followed the newest tokens "
+         "earlier in the prompt or the answer", False),
+    Knob("lookup_max_draft", "Lookup draft length", "drafts per round; 0 = its whole block (15)", AUTO, 0, 15, 1,
+         api="'auto' (the page's default) or a number of drafts per round, 0 = its whole block (15)"),
 )
-DRAFT_KNOBS = ("dspark_max_draft", "dflash_max_draft")  # the draft lengths: their sliders end at the heads' blocks
+DRAFT_KNOBS = ("dspark_max_draft", "dflash_max_draft", "lookup_max_draft")  # their sliders end at the blocks
 AUTO_KNOBS = (*DRAFT_KNOBS, "tree")  # "auto" or a number: the page's Auto box covers them, a slider each
-ZERO = {"dspark_max_draft": "the head's whole block", "dflash_max_draft": "the head's whole block", "tree": "chains"}
+ZERO = {"dspark_max_draft": "the head's whole block", "dflash_max_draft": "the head's whole block",
+        "lookup_max_draft": "its whole block", "tree": "chains"}
 KNOB = {k.name: k for k in KNOBS}
 
 
@@ -99,7 +105,7 @@ def head_blocks(arena: Any) -> dict[str, int]:
     """Where the draft-length sliders end: each loaded head's block (the knob table's end without one)."""
     heads = arena.heads if arena is not None else {}
     return {n: int(getattr(heads.get(kind), "max_drafts", 0) or KNOB[n].hi)
-            for n, kind in zip(DRAFT_KNOBS, ("dspark", "dflash"))}
+            for n, kind in zip(DRAFT_KNOBS, ("dspark", "dflash", "lookup"))}
 
 
 def echo(settings: Any) -> dict[str, Any]:

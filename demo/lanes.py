@@ -6,9 +6,9 @@ from __future__ import annotations
 import html
 from typing import Any
 
-LANES = {"dspark": "DSpark", "dflash": "DFlash", "greedy": "Greedy baseline"}
+LANES = {"dspark": "DSpark", "dflash": "DFlash", "lookup": "Prompt lookup", "greedy": "Greedy baseline"}
 LANE_NOTES = {"dspark": "target + DSpark head", "dflash": "target + DFlash head",
-              "greedy": "the target alone"}
+              "lookup": "target + n-gram copies, no head", "greedy": "the target alone"}
 
 
 def lane_label(name: str, sampled: bool = False) -> str:
@@ -87,7 +87,7 @@ def meters_html(name: str, lane: Lane | None, speedup: float | None, absent: str
             f'<span class="lane-note">{LANE_NOTES[name]}'
             f'{", " + esc(lane.note) if lane is not None and lane.note else ""}</span></div>')
     if lane is None:
-        why = "baseline off" if name == "greedy" else absent or "no head loaded"
+        why = {"greedy": "baseline off", "lookup": "lane off in Settings"}.get(name) or absent or "no head loaded"
         return f'<div class="lane-card off">{head}<div class="muted">not in this race ({why})</div></div>'
     m, o = lane.meter, lane.outcome
     versus = "vs plain" if lane.sampled else "vs greedy"

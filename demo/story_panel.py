@@ -4,12 +4,13 @@ line per domain, labelled with the machine and date it was measured on. Only dra
 from __future__ import annotations
 
 from demo.lanes import esc
+from spec.race.story import HEADS
 
 
 def story_html(story: object | None) -> str:
     if story is None or not story.lines:
         return ""
-    heads = [h for h in ("DSpark", "DFlash") if any(h in r for r in story.rows)]
+    heads = [h for h in HEADS if any(h in r for r in story.rows)]
     cells = "".join(f"<tr><td>{esc(r['domain'])}</td>" + "".join(f"<td>{esc(r.get(h, '–'))}</td>" for h in heads)
                     + "</tr>" for r in story.rows)
     th = "".join(f"<th>{h} {esc(story.label)}: accept / speedup</th>" for h in heads)

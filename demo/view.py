@@ -67,7 +67,8 @@ class View:
 
     @classmethod
     def for_arena(cls, arena: Any, settings: Any) -> "View":
-        names = [n for n in ("dspark", "dflash") if n in arena.heads] + (["greedy"] if settings.baseline else [])
+        names = ([n for n in ("dspark", "dflash") if n in arena.heads] + (["lookup"] if settings.lookup else [])
+                 + (["greedy"] if settings.baseline else []))
         sampled = settings.sampling.temperature > 0
         return cls({n: Lane(n, sampled) for n in names}, sampled=sampled, absent=dict(getattr(arena, "missing", {})),
                    max_new_tokens=settings.max_new_tokens).ran_with(settings)

@@ -92,7 +92,8 @@ def test_the_engine_streams_each_round_as_accepted_and_own_pieces(tiny_dir):
 
 def test_view_without_heads_or_baseline_says_why():
     out = View({}).outputs()
-    assert "not in this race (no head loaded)" in out[2] and "baseline off" in out[6]
+    assert "not in this race (no head loaded)" in out[2] and "baseline off" in out[8]
+    assert "not in this race (lane off in Settings)" in out[6]  # prompt lookup: a lane the user turns on
     from spec.presets import PRESETS
 
     absent = PRESETS["qwen3.5"].absent()  # a preset whose target has no published DSpark head says so

@@ -63,7 +63,8 @@ def test_the_sliders_and_the_api_end_at_the_same_place():
     class Stage:
         arena = Arena()
 
-    assert block_sizes(Stage()) == (7, 15) and head_blocks(None) == {"dspark_max_draft": 16, "dflash_max_draft": 16}
+    assert block_sizes(Stage()) == (7, 15)
+    assert head_blocks(None) == {"dspark_max_draft": 16, "dflash_max_draft": 16, "lookup_max_draft": 15}
     described = {name: desc for name, _, _, desc in knob_params()}
     assert described["temperature"].endswith("(0 to 2)") and described["tree"].endswith("(0 to 16)")
     assert described["max_new_tokens"].count("1 to 2048") == 1
@@ -122,5 +123,5 @@ def test_the_settings_offer_thinking_only_for_such_a_model():
 
     for can in (True, False):
         Stage.arena.target = type("T", (), {"can_think": can})()
-        box = knob_limits(Stage())[2]
+        box = knob_limits(Stage())[-1]  # after the draft-length sliders
         assert box.visible is can and (can or box.value is False)  # hidden: also off

@@ -361,8 +361,13 @@ def test_a_preset_without_one_head_races_the_heads_it_has_and_says_why(tiny_dir,
     monkeypatch.setitem(presets.PRESETS, "gap", gap)
     arena = load_preset_arena("gap")
     try:
-        assert set(arena.heads) == {"dflash"} and arena.missing == {"dspark": "none published"}
+        assert set(arena.heads) == {"dflash", "lookup"} and arena.missing == {"dspark": "none published"}
         done = [ev for ev in arena.race("Say hi.", RaceSettings(max_new_tokens=6)) if ev.kind == "finish"][0]
         assert set(done.results) == {"dflash", "greedy"} and done.verdicts["dflash"].startswith("identical")
+        # prompt lookup needs no head: it races on any target, in place of the missing one
+        done = [ev for ev in arena.race("Say hi. Say hi.", RaceSettings(max_new_tokens=6, lookup=True))
+                if ev.kind == "finish"][0]
+        assert list(done.results) == ["dflash", "lookup", "greedy"] and done.verdicts["lookup"].startswith("identical")
+        assert [o.engine for o in done.outcome.order if o.engine == "lookup"] and "lookup" in done.outcome.positions
     finally:
         arena.close()

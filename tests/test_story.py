@@ -35,6 +35,20 @@ def test_each_domain_in_one_line_with_ties_within_the_noise():
     assert "Who wins where: measured somewhere" in html and html.count("<li>") == 4
 
 
+def test_the_story_says_where_prompt_lookup_wins_and_where_a_head_beats_it():
+    t = table([("DSpark auto", "code", 1.7, 1.21), ("DFlash auto", "code", 1.5, 1.18), ("lookup auto", "code", 3.1, 1.62),
+               ("DSpark auto", "math", 2.6, 1.47), ("DFlash auto", "math", 2.2, 1.24), ("lookup auto", "math", 1.3, 1.05),
+               ("DSpark", "chat", 1.1, 0.90), ("DFlash", "chat", 1.0, 0.92), ("lookup", "chat", 1.0, 0.95)])
+    s = story_of(t, {"code": 0.025, "math": 0.05, "chat": 0.02}, "a sweep")
+    code, math, chat = s.lines
+    assert code == ("code: Prompt lookup wins (DSpark ×1.21, DFlash ×1.18, Prompt lookup ×1.62): Prompt lookup lands "
+                    "more per round (accept 3.10 vs 1.70).")
+    assert math.startswith("math: DSpark wins") and "accept 2.60 vs 2.20" in math  # against the runner-up
+    assert chat.startswith("chat: every racer is slower than greedy")
+    assert s.rows[0]["Prompt lookup"] == "3.10 / ×1.62"
+    assert "Prompt lookup auto: accept / speedup" in story_html(s)
+
+
 def test_a_bench_folder_tells_its_story_with_machine_and_date(tmp_path):
     t = table([("greedy (ours)", "math", 1.0, 1.0), ("DSpark auto", "math", 2.6, 1.47),
                ("DFlash auto", "math", 2.2, 1.2)])

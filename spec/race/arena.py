@@ -1,4 +1,4 @@
-"""The Arena: one loaded target and its heads, served by one MLX thread that every call goes through.
+"""The Arena: one loaded target and its drafters (its heads, and prompt lookup), served by one MLX thread that every call goes through.
 
 MLX streams may not cross threads and the shared target must never run two forwards at once: so the
 app, the CLI and the benches hand their work to the Arena's thread and read results (or a race's events)
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import SpecError
+from ..heads.lookup import PromptLookup
 from ..heads.registry import load_dflash, load_dspark
 from ..loop.calibrate import costs_for
 from ..presets import PRESETS, get_preset, resolve
@@ -170,6 +171,8 @@ def load_preset_arena(preset: str = "pocket", target: str | None = None, dspark:
                     raise SpecError(head_error(kind, ref, e)) from e
                 info[kind] = ref
                 costs_for(t, heads[kind], "auto", progress)  # auto's costs, measured once per machine
+        heads["lookup"] = PromptLookup().bind(t)  # the head-free racer: any target can race it
+        costs_for(t, heads["lookup"], "auto", progress)
         return t, heads, info
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from ..loop.engine import GenResult
 
-ENGINES = ("dspark", "dflash", "greedy")
-NAMES = {"dspark": "DSpark", "dflash": "DFlash", "greedy": "Greedy baseline"}
+ENGINES = ("dspark", "dflash", "lookup", "greedy")
+NAMES = {"dspark": "DSpark", "dflash": "DFlash", "lookup": "Prompt lookup", "greedy": "Greedy baseline"}
 # The least relative difference between two lanes that is not called a tie: twice the run-to-run spread
 # of a race's speedup, measured by racing the same prompts again (`python -m spec bench noise` writes
 # it; assets/bench/noise/noise.md shows the races). A race's own timing noise can widen it (tie_band).

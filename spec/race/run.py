@@ -1,4 +1,4 @@
-"""The race: greedy, DSpark and DFlash on ONE loaded target, on one clock.
+"""The race: greedy, DSpark, DFlash (and prompt lookup) on ONE loaded target, on one clock.
 
 A race runs on the Arena's MLX thread (spec.race.arena) and yields events: the app, the API and the CLI
 (spec.race.cli) only show them. Each engine is metered on its own busy time (engine seconds), not the
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from ..errors import SpecError
+from ..heads.lookup import PromptLookup
 from ..loop.calibrate import build_engine
 from ..loop.confidence import ConfidenceCheck
 from ..loop.engine import Engine, GenResult, Round
@@ -157,6 +158,9 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     if "dflash" in heads:
         engines["dflash"] = build_engine(target, heads["dflash"], settings.dflash_max_draft, sampling=s, name="dflash",
                                          tree=settings.tree)
+    if settings.lookup:
+        lookup = heads.get("lookup") or PromptLookup().bind(target)
+        engines["lookup"] = build_engine(target, lookup, settings.lookup_max_draft, sampling=s, name="lookup")
     if settings.baseline:
         engines["greedy"] = Engine(target, None, sampling=s, name="greedy")
     if not engines:

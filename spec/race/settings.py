@@ -15,7 +15,8 @@ from ..loop.verify import Sampling
 AUTO = "auto"
 RENAMED = {"dspark_cap": "dspark_max_draft", "dflash_len": "dflash_max_draft"}  # old name -> today's
 SAMPLING = tuple(f.name for f in fields(Sampling))  # temperature, top_p, top_k, seed: flat in every dict
-PARSE = {"dspark_max_draft": draft_length, "dflash_max_draft": draft_length, "tree": tree_setting}  # "auto" or a number
+PARSE = {"dspark_max_draft": draft_length, "dflash_max_draft": draft_length, "lookup_max_draft": draft_length,
+         "tree": tree_setting}  # "auto" or a number
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class RaceSettings:
     dspark_threshold: float = 0.0
     dspark_markov: bool = True  # off: DSpark drafts its slots in parallel, without its Markov head (an ablation)
     dflash_max_draft: int | str = AUTO  # "auto": chosen per round; 0 = the full block
+    lookup: bool = False  # a prompt-lookup lane (spec.heads.lookup): the head-free racer
+    lookup_max_draft: int | str = AUTO  # "auto": chosen per round; 0 = its whole block (15)
     baseline: bool = True
     thinking: bool = False  # the chat template's enable_thinking (Qwen3's <think>)
     tree: int | str = AUTO  # drafts per round a tree may hold; 0: chains; auto: the engine's rule (spec.loop.engine)

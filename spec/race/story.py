@@ -23,7 +23,9 @@ from .settings import upgraded
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "assets" / "bench" / "auto-quiet"  # the README's table: the shipped measurement
-HEADS = {"DSpark": ("DSpark auto", "DSpark"), "DFlash": ("DFlash auto", "DFlash")}  # bench rows, sweep rows
+LOOKUP = "Prompt lookup"
+HEADS = {"DSpark": ("DSpark auto", "DSpark"), "DFlash": ("DFlash auto", "DFlash"),
+         LOOKUP: ("lookup auto", "lookup")}  # the racers: bench rows, sweep rows
 GREEDY = ("greedy (ours)", "greedy")
 
 
@@ -52,24 +54,27 @@ def story_of(table: Any, spreads: dict[str, float], source: str, label: str = "a
     return out
 
 
-def line(domain: str, heads: dict[str, tuple[float, float]], band: float) -> str:
-    """One domain in words: heads -> (speedup, accept)."""
-    shown = ", ".join(f"{h} ×{x:.2f}" for h, (x, _) in heads.items())
-    best = max(heads, key=lambda h: heads[h][0])
-    if heads[best][0] < 1 - band:
-        who = "both heads are" if len(heads) > 1 else f"{best} is"
+def line(domain: str, racers: dict[str, tuple[float, float]], band: float) -> str:
+    """One domain in words: racers (the heads, and prompt lookup where it raced) -> (speedup, accept)."""
+    shown = ", ".join(f"{h} ×{x:.2f}" for h, (x, _) in racers.items())
+    order = sorted(racers, key=lambda h: -racers[h][0])
+    best, two = order[0], set(racers) <= set(HEADS) - {LOOKUP}
+    if racers[best][0] < 1 - band:
+        who = f"{best} is" if len(racers) == 1 else "both heads are" if two and len(racers) == 2 else "every racer is"
         return f"{domain}: {who} slower than greedy ({shown}): too few drafts land to pay for verifying them."
-    if heads[best][0] < 1 + band:
-        return (f"{domain}: neither head beats greedy beyond the noise ({shown}): too few drafts land to pay "
-                "for verifying them.")
-    if len(heads) == 1:
-        return f"{domain}: {best} ×{heads[best][0]:.2f} over greedy (accept {heads[best][1]:.2f})."
-    other = next(h for h in heads if h != best)
-    (x, acc), (y, acc_o) = heads[best], heads[other]
+    if racers[best][0] < 1 + band:
+        who = "neither head beats" if two and len(racers) == 2 else f"{best} does not beat" if len(racers) == 1 \
+            else "no racer beats"
+        return f"{domain}: {who} greedy beyond the noise ({shown}): too few drafts land to pay for verifying them."
+    if len(racers) == 1:
+        return f"{domain}: {best} ×{racers[best][0]:.2f} over greedy (accept {racers[best][1]:.2f})."
+    other = order[1]
+    (x, acc), (y, acc_o) = racers[best], racers[other]
     landed = (f"{best} lands more per round (accept {acc:.2f} vs {acc_o:.2f})" if acc >= acc_o else
               f"{best} lands less per round (accept {acc:.2f} vs {acc_o:.2f}) but its rounds cost less")
     if (x - y) / x <= band:
-        return f"{domain}: a tie between the heads ({shown}, within the {100 * band:.0f}% noise); {landed}."
+        pair = "the heads" if {best, other} <= set(HEADS) - {LOOKUP} else f"{best} and {other}"
+        return f"{domain}: a tie between {pair} ({shown}, within the {100 * band:.0f}% noise); {landed}."
     return f"{domain}: {best} wins ({shown}): {landed}."
 
 
@@ -129,7 +134,7 @@ def sweep_file(models: dict[str, str]) -> Path:
 def remember_sweep(doc: dict) -> None:
     """Keep a finished sweep (the app's JSON download: table, settings, models, timestamp) as the story
     of its models on this machine. A stopped sweep, or one that raced no head, is not kept."""
-    if doc.get("stopped") or not any(r.get("method") in HEADS for r in doc.get("table", [])):
+    if doc.get("stopped") or not any(r.get("method") in {row for _, row in HEADS.values()} for r in doc.get("table", [])):
         return
     write_json(sweep_file(doc.get("models", {})), {**doc, "rows": []})
 

@@ -17,7 +17,7 @@ from ..loop.slots import as_columns
 from .run import RaceEvent
 from .settings import RaceSettings
 
-METHODS = {"dspark": "DSpark", "dflash": "DFlash", "greedy": "greedy"}  # sweep rows' method names
+METHODS = {"dspark": "DSpark", "dflash": "DFlash", "lookup": "lookup", "greedy": "greedy"}  # sweep rows' method names
 DOMAINS = ("chat", "code", "math")
 
 
