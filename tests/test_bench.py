@@ -29,9 +29,10 @@ def test_head_to_head_smoke(tiny_dir, tmp_path):
     methods = list(dict.fromkeys(table["method"]))
     assert methods == ["greedy (ours)", "greedy (mlx-lm)", "DSpark cap 2", "DSpark cap 4", "DSpark full (7)",
                        "DSpark tree (7)", "DSpark auto", "DSpark auto, chains", "DFlash cap 2", "DFlash full (7)",
-                       "DFlash tree (7)", "DFlash auto", "DFlash auto, chains"]
+                       "DFlash tree (7)", "DFlash auto", "DFlash auto, chains", "lookup full (15)", "lookup auto"]
     md = (out / "table.md").read_text()
     assert "chosen draft lengths of the auto rows" in md
+    assert "auto's cost model, lookup head" in md  # the head-free racer's costs too
     assert "auto's cost model, dspark head" in md and "verify (k+1 rows) ms" in md  # what auto weighed, per row count
     assert (table[table["method"] == "greedy (ours)"]["speedup"] == 1.0).all()
     assert (out / "speedup.png").stat().st_size > 1000 and json.loads((out / "table.json").read_text())

@@ -104,3 +104,11 @@ def test_on_the_pocket_preset_a_prompt_that_quotes_itself_lands_more_than_two_a_
     assert np.mean(res.accept_lengths) > 2, (res.accept_lengths, res.text)
     sampled = Engine(t, PromptLookup().bind(t), max_draft=15, sampling=Sampling(0.7, seed=3)).generate(prompt, 48)
     assert sampled.text.strip() and sum(a > 1 for a in sampled.accept_lengths) > 0
+
+
+def test_the_calibration_times_rounds_of_the_length_it_asks_for(target):
+    """auto's costs of k drafts must be timed on k drafts: the calibration shows the lookup its context."""
+    from spec.loop.calibrate import WarmPair
+
+    pair = WarmPair(target, PromptLookup().bind(target))
+    assert [pair.draft(k).shape[0] for k in (1, 7, 15)] == [1, 7, 15]

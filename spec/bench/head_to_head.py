@@ -57,7 +57,7 @@ def print_cost_model(preset: str = "pocket") -> None:
 @dataclass(frozen=True)
 class Method:
     name: str
-    kind: str  # "greedy" | "mlx-lm" | "dspark" | "dflash"
+    kind: str  # "greedy" | "mlx-lm" | "dspark" | "dflash" | "lookup"
     cap: int | str = 0  # drafts verified per round; 0 = the head's whole block; "auto": chosen every round
     whole_vocab: bool = False  # ignore the head's draft vocabulary (spec.vocab): the cost it saves
     tree: int | None = None  # drafts verified as a tree of this many nodes (0: chains; None: auto's default, trees)
@@ -68,6 +68,7 @@ class Method:
 def methods(heads: dict, vocab_ablation: bool = False, adapting: bool = False) -> list[Method]:
     """The original release's rows: greedy, mlx-lm, DSpark caps 2 / 4 / full, DFlash caps 2 / full, and
     each head's full block as a tree of as many nodes, auto (trees allowed) and auto with chains only;
+    prompt lookup's full block and auto where the arena has it;
     vocab_ablation adds the full caps drafting over the whole vocabulary (heads with a draft vocabulary);
     adapting adds auto as it was before issue 39 (its choices following its own round times)."""
     out = [Method("greedy (ours)", "greedy"), Method("greedy (mlx-lm)", "mlx-lm")]
@@ -84,6 +85,9 @@ def methods(heads: dict, vocab_ablation: bool = False, adapting: bool = False) -
         out.append(Method(f"{label} auto, chains", kind, "auto", tree=0))
         if adapting:
             out.append(Method(f"{label} auto, adapting", kind, "auto", adapt=True))
+    if "lookup" in heads:  # the head-free racer: where a trained head is worth its training
+        full = heads["lookup"].max_drafts
+        out += [Method(f"lookup full ({full})", "lookup", full), Method("lookup auto", "lookup", "auto")]
     return out
 
 
@@ -150,7 +154,7 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
         for mi, m in enumerate(ms):
             runs = [t[mi] for t in trial_runs]
             prof = run_method(target, heads, m, ids, max_new_tokens, sampling, profile=True) \
-                if m.kind in ("dspark", "dflash") else runs[0]
+                if m.kind in ("dspark", "dflash", "lookup") else runs[0]
             out = runs[0]["ids"]
             if m.kind == "greedy":
                 reference = out

@@ -50,6 +50,10 @@ class LookupCache:
     tokens: list[int] = field(default_factory=list)
     last_end: dict[tuple[int, ...], int] = field(default_factory=dict)
 
+    def __iter__(self):
+        """No model layers, so no layer caches for MLX to evaluate (the loop iterates a head's)."""
+        return iter(())
+
     def extend(self, tokens: list[int]) -> None:
         for tok in tokens:
             end = len(self.tokens)  # the previous newest token's index becomes indexable now
@@ -70,7 +74,7 @@ class PromptLookup:
     """The lookup drafter (spec.loop.engine.Drafter). `bind(target)` sizes its certain q to the vocabulary."""
 
     kind, title = "lookup", "Prompt lookup"
-    draft_ids = None  # drafts over the whole vocabulary
+    draft_ids = draft_vocab = None  # copies tokens from the text: any of the vocabulary
 
     def __init__(self, config: LookupConfig = LookupConfig()):
         self.config = config

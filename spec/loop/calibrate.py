@@ -95,12 +95,16 @@ class WarmPair:
         self.target, self.head, self.context = target, head, context
         self.layers = head.config.target_layer_ids
         ids = [int(i) % target.vocab_size for i in target.encode_chat(CALIBRATION_PROMPTS[1])]
-        self.ids = (ids * (context // len(ids) + 1))[: context + head.max_drafts + 1]
+        # the prompt's start, repeated every half context: a drafter that copies from the text (lookup) finds
+        # its next block there, as it must to be timed on k drafts; what the tokens say costs a head nothing
+        period = ids[: max(context // 2, head.max_drafts + 1)]
+        self.ids = (period * (2 * context // len(period) + 2))[: context + head.max_drafts + 1]
         self.anchor = self.ids[context]
         self.cache = target.make_cache()
         _, taps = target(mx.array([self.ids[:context]]), self.cache, self.layers)
         mx.eval(taps)
         self.dcache = head.make_cache()
+        head.see(self.dcache, self.ids[: context + 1])  # a drafter that reads tokens (lookup) sees the context too
         mx.eval(head.propose(self.dcache, taps, self.anchor, 1, Sampling(), None)[0])  # context into the head's cache
 
     def forward(self) -> None:
