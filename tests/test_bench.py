@@ -25,7 +25,7 @@ def test_head_to_head_smoke(tiny_dir, tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     table = pd.read_csv(out / "table.csv")
-    assert set(table["domain"]) == {"chat", "code", "math"}
+    assert set(table["domain"]) == {"chat", "code", "math", "edit"}
     methods = list(dict.fromkeys(table["method"]))
     assert methods == ["greedy (ours)", "greedy (mlx-lm)", "DSpark cap 2", "DSpark cap 4", "DSpark full (7)",
                        "DSpark tree (7)", "DSpark auto", "DSpark auto, chains", "DFlash cap 2", "DFlash full (7)",

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from .edit_tasks import EDIT, edit_prompts
 from .split import normalise, split_of
 from .streams import DEMO_KINDS, DOMAINS, Item, stream
 
@@ -120,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for d in domains:
                 p = write_jsonl(out / f"{d}.jsonl", pick_demo(d, seed=args.seed))
                 print(f"{p}: {DEMO_SIZE} held-out demo prompts")
+            p = write_jsonl(out / f"{EDIT}.jsonl", [_record(EDIT, t) for t in edit_prompts()])
+            print(f"{p}: the edit prompts (hand-written, never trained on)")
             return 0
         sets = build_sets(args.n, seed=args.seed, n_heldout=args.heldout, domains=domains)
     except ValueError as e:

@@ -22,9 +22,11 @@ from ..loop.calibrate import costs_for
 from ..presets import PRESETS, get_preset, resolve
 from ..progress import Progress, quiet
 from ..prompts import build_sets, load_prompts
+from ..prompts.edit_tasks import EDIT
 from ..target import Target, load_target
 from .run import RaceEvent, run_race
 from .settings import RaceSettings
+from .sweep import DOMAINS
 
 
 class MLXThread:
@@ -192,11 +194,14 @@ def head_error(kind: str, ref: str, e: Exception) -> str:
 
 
 def default_prompts(per_domain: int) -> list[dict]:
-    """The held-out demo prompts (assets/prompts), then more held-out prompts from spec.prompts."""
+    """The held-out demo prompts (assets/prompts), then more held-out prompts from spec.prompts; and the
+    edit prompts (answers that quote the prompt: where prompt lookup shines; never trained on)."""
     assets = Path(__file__).resolve().parents[2] / "assets" / "prompts"
     out = []
-    for domain in ("chat", "code", "math"):
+    for domain in DOMAINS:
         pool = load_prompts(assets / f"{domain}.jsonl") if (assets / f"{domain}.jsonl").exists() else []
-        pool += [p for p in build_sets(1, seed=0)[domain]["heldout"] if p["prompt"] not in {q["prompt"] for q in pool}]
+        if domain != EDIT:
+            held = build_sets(1, seed=0)[domain]["heldout"]
+            pool += [p for p in held if p["prompt"] not in {q["prompt"] for q in pool}]
         out += pool[:per_domain]
     return out

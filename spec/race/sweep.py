@@ -18,7 +18,7 @@ from .run import RaceEvent
 from .settings import RaceSettings
 
 METHODS = {"dspark": "DSpark", "dflash": "DFlash", "lookup": "lookup", "greedy": "greedy"}  # sweep rows' method names
-DOMAINS = ("chat", "code", "math")
+DOMAINS = ("chat", "code", "math", "edit")  # edit: answers that quote the prompt, where lookup shines
 
 
 @dataclass
