@@ -27,7 +27,7 @@ KNOWN = ("start", "round", "done", "finish")  # event kinds the stream reads; ot
 
 
 class Place(TypedDict):
-    engine: str  # dspark | dflash | greedy
+    engine: str  # dspark | dflash | lookup (prompt lookup, when it raced) | greedy
     place: Optional[int]  # 1 = fastest; lanes that tie share a place; None in a stopped race
     tied: bool
     finish_seconds: float  # its end on the race clock (engine seconds: prefill + decode; a repeat: the median)
@@ -39,7 +39,7 @@ class Place(TypedDict):
 class RepeatResult(TypedDict):
     races: int  # races that ran to the end (asked: how many were asked for; a Stop ends the repeat)
     asked: int
-    headline: str  # who won by the medians, each head's range, or a tie within the spread seen
+    headline: str  # who won by the medians, each lane's range, or a tie within the spread seen
     winner: Optional[str]
     band: float  # relative difference of medians within which two lanes tie: the widest spread a lane showed,
     # or the races' own noise band (race_band, their median) if wider
@@ -58,13 +58,13 @@ class RaceResult(TypedDict):
     columns: list[str]
     finish_order: list[Place]  # fastest first
     texts: dict[str, str]  # engine -> its text
-    verdicts: dict[str, str]  # head -> "identical to greedy" | "DIFFERS from greedy at token i" | at T > 0
+    verdicts: dict[str, str]  # drafter -> "identical to greedy" | "DIFFERS from greedy at token i" | at T > 0
     # "identical to plain sampling" | "differs from plain sampling at token i" | "not checked: ..."
     wall_seconds: float
     race_clock_seconds: float  # engine seconds of the last finisher
     settings: dict[str, Any]  # what the race ran with (draft lengths "auto" or a number)
     models: dict[str, str]  # target / dspark / dflash -> the name of what is loaded
-    positions: dict[str, list[dict[str, int]]]  # head -> per draft slot i (a depth of a tree): {"slot": i,
+    positions: dict[str, list[dict[str, int]]]  # drafter -> per draft slot i (a depth of a tree): {"slot": i,
     # "reached": rounds that verified slot i after every earlier slot landed, "landed": rounds where it landed}
     confidence: dict[str, Any]  # DSpark with a confidence head: {"rounds" (chain rounds checked), "drafted_as_trees"
     # (drafting rounds left out: a tree carries no estimates), "used" (its threshold), "bins": [{"low",
@@ -93,7 +93,7 @@ class StreamUpdate(TypedDict):
     races: int
     wall_seconds: float
     race_clock_seconds: float
-    lanes: dict[str, LaneUpdate]
+    lanes: dict[str, LaneUpdate]  # engine (as in Place) -> its lane so far
     result: Optional[RaceResult]  # the last update's: exactly what /race returns
 
 
@@ -112,7 +112,7 @@ class SweepResult(TypedDict):
     prompts: list[dict[str, str]]  # {domain, prompt} in the order raced
     settings: dict[str, Any]
     models: dict[str, str]
-    positions: dict[str, dict[str, list[dict[str, int]]]]  # domain -> head -> per draft slot: {"slot", "reached",
+    positions: dict[str, dict[str, list[dict[str, int]]]]  # domain -> drafter -> per draft slot: {"slot", "reached",
     # "landed"}, summed over the domain's races
     versions: dict[str, str]
     timestamp: str

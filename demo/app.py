@@ -39,8 +39,9 @@ import gradio as gr  # noqa: E402 (and the imports below: the guard runs first)
 from demo.api import register
 from demo.controls import PAGE_JS, PRIVATE
 from demo.exposure import REFUSED, Exposure
-from demo.handlers import Handlers, block_sizes, can_think
+from demo.handlers import Handlers, block_sizes, can_think, lookup_lane
 from demo.knobs import AUTO_KNOBS, DRAFT_KNOBS, fixed_lengths, page_controls
+from demo.lanes import LANES
 from demo.race_tab import Race, race_tab
 from demo.stage import (
     Choice,
@@ -78,6 +79,7 @@ def build_demo(stage: Stage) -> gr.Blocks:
         h.bind(race.inputs.prompt, settings.auto_length, settings.controls, sweep_inputs, race.plot_x,
                race.inputs.repeat)
         wire_loading(h, head, settings, race)
+        wire_lookup_lane(settings, race)
         wire_first_start(demo, h, head, settings, race)
         register(demo, stage)
     return demo
@@ -128,8 +130,8 @@ class Settings:
     @property
     def limited(self) -> list:
         """What a loaded model changes (handlers.knob_limits, LIMITS of them): where the draft-length sliders
-        end, and the thinking box (the tree slider's end is the same for every model)."""
-        return [*(self.controls[n] for n in DRAFT_KNOBS), self.controls["thinking"]]
+        end, the thinking box, and the lookup box's default (the tree slider's end is the same for every model)."""
+        return [*(self.controls[n] for n in DRAFT_KNOBS), self.controls["thinking"], self.controls["lookup"]]
 
 
 def settings_panel(stage: Stage) -> Settings:
@@ -191,6 +193,12 @@ def wire_loading(h: Handlers, head: Head, settings: Settings, race: Race) -> Non
     s.load_btn.click(h.ask_or_load, load_in, load_out, **load_args)
     s.confirm_btn.click(h.load, load_in, load_out, **load_args)
     s.cancel_btn.click(h.cancel_load, None, load_out, queue=False, **PRIVATE)
+
+
+def wire_lookup_lane(settings: Settings, race: Race) -> None:
+    """The lookup box, ticked by hand before any race, shows or hides its lane at once (handlers.lookup_lane)."""
+    box, i = settings.controls["lookup"], 2 * list(LANES).index("lookup")
+    box.input(lookup_lane, [box, race.status], race.lanes[i:i + 2], queue=False, **PRIVATE)
 
 
 def wire_first_start(demo: gr.Blocks, h: Handlers, head: Head, settings: Settings, race: Race) -> None:

@@ -18,8 +18,8 @@ from demo.controls import RUN_LABEL, armed
 from demo.download import download_question, to_download
 from demo.export import save_results
 from demo.exposure import REFUSED
-from demo.knobs import DRAFT_KNOBS, head_blocks, page_values, settings_of
-from demo.lanes import LANES, esc
+from demo.knobs import DRAFT_KNOBS, head_blocks, lookup_on, page_values, settings_of
+from demo.lanes import LANES, Lane, esc, meters_html, text_html
 from demo.stage import Choice, Stage, describe, preparation_html, preset_note
 from demo.status import error_html
 from demo.story_panel import story_html
@@ -38,7 +38,7 @@ WAITING = ('<div class="status queued"><span class="pulse wait"></span><b>Prepar
            "as soon as it is ready (the steps show above).</div>")
 READY = '<div class="status">Ready.</div>'
 WAIT_LABEL = "Preparing…"
-LIMITS = len(DRAFT_KNOBS) + 1  # knob_limits' updates: the draft-length sliders and the thinking box
+LIMITS = len(DRAFT_KNOBS) + 2  # knob_limits' updates: the draft-length sliders, the thinking and lookup boxes
 
 
 class Handlers:
@@ -293,7 +293,18 @@ def can_think(stage: Stage) -> bool:
 
 def knob_limits(stage: Stage) -> tuple:
     """What the loaded model changes in the Settings (LIMITS updates): where the draft-length sliders end,
-    and whether "Let the model think" is offered (off where the template has no such switch)."""
+    whether "Let the model think" is offered (off where the template has no such switch), and the lookup
+    lane's box, ticked where the preset misses a head (demo.knobs.lookup_on)."""
     think = can_think(stage)
     return (*(gr.Slider(maximum=end) for end in head_blocks(stage.arena).values()),
-            gr.Checkbox(visible=True) if think else gr.Checkbox(value=False, visible=False))
+            gr.Checkbox(visible=True) if think else gr.Checkbox(value=False, visible=False),
+            gr.Checkbox(value=lookup_on(stage.arena)))
+
+
+def lookup_lane(on: bool, status: str) -> tuple:
+    """The lookup box ticked or unticked before any race: its idle card comes and goes with it, so the lanes
+    shown are the lanes Run will race; once a race is on the page its lanes stay as they raced."""
+    if status != READY:
+        return gr.skip(), gr.skip()
+    lane = Lane("lookup") if on else None
+    return meters_html("lookup", lane, None), text_html("lookup", lane, idle=True)

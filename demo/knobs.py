@@ -108,6 +108,12 @@ def head_blocks(arena: Any) -> dict[str, int]:
             for n, kind in zip(DRAFT_KNOBS, ("dspark", "dflash", "lookup"))}
 
 
+def lookup_on(arena: Any) -> bool:
+    """The page's lookup box, ticked where the loaded preset misses a head (a lane races in its place) and
+    unticked otherwise (the pocket race stays three lanes); the API's default stays off."""
+    return bool(getattr(arena, "missing", None))
+
+
 def echo(settings: Any) -> dict[str, Any]:
     """The settings a race ran with, as results and downloads echo them."""
     return settings.as_dict()

@@ -9,6 +9,11 @@ from typing import Any
 LANES = {"dspark": "DSpark", "dflash": "DFlash", "lookup": "Prompt lookup", "greedy": "Greedy baseline"}
 LANE_NOTES = {"dspark": "target + DSpark head", "dflash": "target + DFlash head",
               "lookup": "target + n-gram copies, no head", "greedy": "the target alone"}
+DRAFTERS = ("dspark", "dflash", "lookup")  # the lanes that draft: the two heads and the head-free lookup
+# Each lane's colour, ONE table for the cards, the strip, the charts and the sweep's bars (style.css repeats
+# them by class). Lookup's orange is its own: the target's own tokens are painted a pale amber, not this.
+COLORS = {"dspark": "#7c3aed", "dflash": "#0891b2", "lookup": "#ea580c", "greedy": "#94a3b8"}
+LIGHT = {"dspark": "#c4b5fd", "dflash": "#67e8f9", "lookup": "#fdba74"}  # the chart's "drafts" series
 
 
 def lane_label(name: str, sampled: bool = False) -> str:
@@ -33,12 +38,12 @@ def plural(n: int, word: str, words: str = "") -> str:
 class Lane:
     """One engine's column: the text of each round, as pieces of accepted drafts ("acc") and of the
     target's own tokens ("own"), appended as the engine streams them. Where a round's draft was rejected,
-    its own piece keeps what the head had drafted there instead (Round.missed)."""
+    its own piece keeps what the drafter had drafted there instead (Round.missed)."""
 
     def __init__(self, name: str, sampled: bool = False):
         self.name, self.sampled = name, sampled
         self.progress = ""  # before the first token: how far the shared prefill has read the prompt
-        self.spans: list[list[str]] = []  # [kind, text, what the head had drafted there ("" if nothing missed)]
+        self.spans: list[list[str]] = []  # [kind, text, what was drafted there ("" if nothing missed)]
         self.text = ""
         self.meter: Any = None
         self.verdict = ""
@@ -144,8 +149,8 @@ def text_html(name: str, lane: Lane | None, idle: bool = False) -> str:
 
 def tree_figure(name: str, lane: Lane) -> str:
     """Under a head's text: the tree its latest round verified (live) or its last tree round (finished),
-    captioned in words a phone shows without hover. Under the text, not on the card, so that the three
-    lanes' texts start at one height."""
+    captioned in words a phone shows without hover. Under the text, not on the card, so that the lanes'
+    texts start at one height."""
     m = lane.meter
     if name == "greedy" or m is None or not m.drafted:
         return ""
@@ -164,7 +169,7 @@ def tree_figure(name: str, lane: Lane) -> str:
 
 
 def span_html(kind: str, text: str, missed: str = "") -> str:
-    """One piece of a lane's text. The target's own token where a draft was rejected carries the head's
+    """One piece of a lane's text. The target's own token where a draft was rejected carries the drafter's
     guess, shown on hover or tap (focus: a phone has no hover) as 'drafted “…”, the target wrote “…”'."""
     body = html.escape(text, quote=False)
     if not missed:

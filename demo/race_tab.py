@@ -10,7 +10,8 @@ import gradio as gr
 
 from demo.controls import IN_VIEW_JS, PRIVATE, RUN_LABEL, SUBMIT_HINT, armed, released
 from demo.handlers import READY, WAIT_LABEL, WAITING, Handlers
-from demo.lanes import LANES, esc
+from demo.lanes import COLORS as LANE_COLORS
+from demo.lanes import DRAFTERS, LANES, LIGHT, esc
 from demo.slot_chart import slot_chart
 from demo.stage import Stage, examples
 from demo.story_panel import story_html
@@ -20,7 +21,8 @@ from spec.race.repeat import REPEATS
 from spec.race.story import shipped_story
 
 DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}
-COLORS = {"DSpark": "#7c3aed", "DFlash": "#0891b2", "DSpark" + DRAFTS: "#c4b5fd", "DFlash" + DRAFTS: "#67e8f9"}
+SERIES = {n: (LANES[n], LANES[n] + DRAFTS) for n in DRAFTERS}  # lane -> its two lines in the per-round chart
+COLORS = {**{LANES[n]: LANE_COLORS[n] for n in DRAFTERS}, **{LANES[n] + DRAFTS: LIGHT[n] for n in DRAFTERS}}
 
 
 @dataclass
@@ -126,7 +128,7 @@ def round_chart() -> tuple[gr.Radio, gr.LinePlot]:
 
 
 def race_results() -> tuple[gr.HTML, gr.DataFrame, gr.File, gr.Textbox]:
-    """Below the chart: why a head wins (slots, confidence), the table, the downloads, the Markdown."""
+    """Below the chart: why a lane wins (slots, confidence), the table, the downloads, the Markdown."""
     why = gr.HTML(f'<div class="why-charts">{slot_chart({})}</div>', elem_id="why")
     table = gr.DataFrame(empty_table(), label=TABLE_LABEL, interactive=False, wrap=True, elem_id="table",
                          column_widths=[f"{w}px" for w in TABLE_COLUMNS.values()])
@@ -166,6 +168,9 @@ def axis(x: str) -> gr.LinePlot:
 
 
 def plot_legend() -> str:
-    """The per-round chart's series as swatches that wrap on a narrow screen."""
+    """The per-round chart's series as swatches that wrap on a narrow screen, each lane's two side by side;
+    a lane's swatches carry its name as a class, so the page hides the lookup's while that lane is off
+    (style.css), as it hides the lane itself."""
     return '<div class="legend">' + "".join(
-        f'<span><i class="sw" style="background:{c}"></i>{esc(name)}</span>' for name, c in COLORS.items()) + "</div>"
+        f'<span class="{n}"><i class="sw" style="background:{COLORS[name]}"></i>{esc(name)}</span>'
+        for n, names in SERIES.items() for name in names) + "</div>"

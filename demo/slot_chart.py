@@ -1,28 +1,34 @@
-"""The per-slot chart: for draft slot i, how often each head's slot i lands once every slot before it did
-(spec.loop.slots), both heads side by side, and under the bars how many rounds reached the slot. This is where
-the heads differ: a block drafted in one pass keeps landing deep, a left-to-right head lands its first
-slots. An inline SVG that scales to the page's width (a phone's too); each bar's tooltip gives its counts.
-Only drawn here: the counts come from spec.loop.slots."""
+"""The per-slot chart: for draft slot i, how often each drafter's slot i lands once every slot before it did
+(spec.loop.slots), the drafters side by side (both heads, and prompt lookup where it raced), and under the
+bars how many rounds reached the slot. This is where they differ: a block drafted in one pass keeps landing
+deep, a left-to-right head lands its first slots, a lookup copies long runs or nothing. An inline SVG that
+scales to the page's width (a phone's too); each bar's tooltip gives its counts. Only drawn here: the counts
+come from spec.loop.slots."""
 
 from __future__ import annotations
 
-from demo.lanes import esc, plural
+from demo.lanes import COLORS, DRAFTERS, LANES, esc, plural
 
-HEADS = {"dspark": ("DSpark", "#7c3aed"), "dflash": ("DFlash", "#0891b2")}
+HEADS = {n: (LANES[n], COLORS[n]) for n in DRAFTERS}  # the drafters, in the lanes' order and colours
 FEW = 5  # a slot reached by fewer rounds is drawn faded: its share rests on too few rounds to compare
 BAR, GAP, HEIGHT, LEFT, TOP = 11, 8, 90, 30, 8  # px in the picture's own units (it scales to the page)
 
 
-TITLE = "Per draft slot: how deep each head's drafts land"
+TITLE = "Per draft slot: how deep each {who}'s drafts land"
+
+
+def who(names) -> str:
+    """'head' while only heads drafted, 'drafter' once prompt lookup (no head) is among them."""
+    return "drafter" if "lookup" in names else "head"
 
 
 def slot_chart(positions: dict[str, list[dict]], title: str = TITLE) -> str:
-    """Both heads' per-slot shares as one picture, with a one-line reading above it."""
+    """Every drafter's per-slot shares as one picture, with a one-line reading above it."""
     heads = [h for h in HEADS if positions.get(h)]
-    head = f'<div class="slot-title">{esc(title)}</div>' if title else ""
+    head = f'<div class="slot-title">{esc(title.replace("{who}", who(heads)))}</div>' if title else ""
     if not heads:
-        return (f'<div class="slot-chart empty">{head}<span class="muted">Per draft slot: how often each head\'s '
-                "i-th draft lands once the drafts before it did. Appears once a head has drafted.</span></div>")
+        return (f'<div class="slot-chart empty">{head}<span class="muted">Per draft slot: how often each lane\'s '
+                "i-th draft lands once the drafts before it did. Appears once a lane has drafted.</span></div>")
     slots = max(len(positions[h]) for h in heads)
     group = len(heads) * BAR + GAP
     width, height = LEFT + slots * group + 4, TOP + HEIGHT + 34
@@ -56,7 +62,7 @@ def slot_chart(positions: dict[str, list[dict]], title: str = TITLE) -> str:
 
 
 def reading(positions: dict[str, list[dict]]) -> str:
-    """One line per chart: each head's first-slot share and the deepest slot it ever landed."""
+    """One line per chart: each drafter's first-slot share and the deepest slot it ever landed."""
     out = []
     for h in HEADS:
         rows = positions.get(h)

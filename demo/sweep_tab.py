@@ -16,7 +16,8 @@ import gradio as gr
 import pandas as pd
 
 from demo.knobs import echo, settings_of
-from demo.lanes import esc
+from demo.lanes import COLORS as LANE_COLORS
+from demo.lanes import LANES, esc
 from demo.slot_chart import slot_chart
 from demo.stage import examples
 from spec.errors import SpecError
@@ -26,8 +27,9 @@ from spec.race.story import remember_sweep
 from spec.race.sweep import METHODS, grid, sweep
 
 DOMAIN_NAMES = {"chat": "Chat", "code": "Code", "math": "Math"}
-METHOD_ORDER = ("DSpark", "DFlash")  # the chart's bars, in this order within each domain
-COLORS = {"DSpark": "#7c3aed", "DFlash": "#0891b2", "greedy": "#94a3b8"}
+METHOD_ORDER = ("DSpark", "DFlash", "lookup")  # the chart's bars (the sweep's method names), in this order
+COLORS = {METHODS[n]: c for n, c in LANE_COLORS.items()}  # by method name, in the lanes' colours
+SHOWN = {METHODS[n]: LANES[n] for n in METHODS}  # a method as the chart's legend names it ("Prompt lookup")
 RUN, RUNNING = "Run sweep", "Sweeping…"
 
 
@@ -50,7 +52,7 @@ def sweep_tab() -> tuple[list, gr.Button, gr.Button, list]:
                          interactive=False, elem_id="sweep-table")
     bars = gr.Plot(None, label="Speedup vs greedy (end to end; 1.0 = as fast as greedy)", elem_id="sweep-bars",
                    format="png")
-    slots = gr.HTML("", elem_id="sweep-slots")  # per domain: how deep each head's drafts land
+    slots = gr.HTML("", elem_id="sweep-slots")  # per domain: how deep each drafter's drafts land
     files = gr.File(label="Download the sweep (CSV, JSON)", file_count="multiple", interactive=False,
                     elem_id="sweep-files", visible=False)
     return [domains, per_domain, own, max_new], run, stop, [status, table, bars, slots, files]
@@ -113,7 +115,7 @@ def run_sweep(stage: Any, domains: list[str], per_domain: float, own: str, max_n
 
 
 def domain_positions(rows: pd.DataFrame) -> dict[str, dict[str, list[dict]]]:
-    """domain -> head -> per-slot counts summed over the domain's races (spec.slots)."""
+    """domain -> drafter (a head, or lookup) -> per-slot counts summed over the domain's races (spec.slots)."""
     heads = {v: k for k, v in METHODS.items() if k != "greedy"}  # "DSpark" -> "dspark"
     out: dict[str, dict[str, list[dict]]] = {}
     for (method, domain), counts in by_method_and_domain(rows).items():
@@ -123,7 +125,7 @@ def domain_positions(rows: pd.DataFrame) -> dict[str, dict[str, list[dict]]]:
 
 
 def domain_slots_html(rows: pd.DataFrame) -> str:
-    """One per-slot chart per domain, both heads side by side in each."""
+    """One per-slot chart per domain, every drafter that raced side by side in each."""
     charts = [slot_chart(p, f"{DOMAIN_NAMES.get(d, d.title())}: per draft slot")
               for d, p in domain_positions(rows).items()]
     return f'<div class="why-charts">{"".join(charts)}</div>' if charts else ""
@@ -160,8 +162,8 @@ def sweep_doc(upd: Any, prompts: list[dict], settings: Any, models: dict[str, st
 
 
 def bars_figure(table: pd.DataFrame) -> Any:
-    """One bar per head and domain, heads in a fixed order within each domain, a line at 1.0 (greedy's
-    speed), and room above the tallest bar for its label."""
+    """One bar per drafter (the heads, prompt lookup where it raced) and domain, in a fixed order within
+    each domain, a line at 1.0 (greedy's speed), and room above the tallest bar for its label."""
     # Lazy on purpose: pyplot costs ~0.4 s at import (every start of the app would pay it, and most never
     # sweep), and the Agg backend (no display on a server) has to be chosen before pyplot loads.
     import matplotlib
@@ -173,20 +175,21 @@ def bars_figure(table: pd.DataFrame) -> Any:
     if not len(heads):
         return None
     domains = list(dict.fromkeys(heads["domain"]))
+    methods = [m for m in METHOD_ORDER if m in set(heads["method"])]  # no gap where a lane did not race
     fig, ax = plt.subplots(figsize=(7, 3.2), dpi=110)
-    width = 0.8 / len(METHOD_ORDER)
-    for j, method in enumerate(METHOD_ORDER):
+    width = 0.8 / len(methods)
+    for j, method in enumerate(methods):
         mine = heads[heads["method"] == method].set_index("domain")["speedup"]
-        xs = [i + (j - (len(METHOD_ORDER) - 1) / 2) * width for i in range(len(domains))]
+        xs = [i + (j - (len(methods) - 1) / 2) * width for i in range(len(domains))]
         ys = [float(mine.get(d, float("nan"))) for d in domains]
-        drawn = ax.bar(xs, ys, width * 0.92, color=COLORS[method], label=method)
+        drawn = ax.bar(xs, ys, width * 0.92, color=COLORS[method], label=SHOWN[method])
         ax.bar_label(drawn, labels=[f"{y:.2f}" if y == y else "" for y in ys], fontsize=8, padding=2)
     ax.axhline(1.0, color="#64748b", linewidth=1, linestyle="--", label="greedy = 1.0")
     top = float(heads["speedup"].max())
     ax.set_ylim(0, max(1.4, top * 1.3))  # room for the bars' labels and the legend
     ax.set_xticks(range(len(domains)), domains)
     ax.set_ylabel("speedup vs greedy")
-    ax.legend(loc="upper left", fontsize=8, ncols=3, frameon=False)
+    ax.legend(loc="upper left", fontsize=8, ncols=len(methods) + 1, frameon=False)  # one row above the bars
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     fig.tight_layout()

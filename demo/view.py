@@ -11,7 +11,8 @@ import gradio as gr
 import pandas as pd
 
 from demo.confidence_chart import confidence_chart
-from demo.lanes import LANES, Lane, meters_html, plural, text_html
+from demo.knobs import lookup_on
+from demo.lanes import DRAFTERS, LANES, Lane, meters_html, plural, text_html
 from demo.notes import below_greedy_html
 from demo.slot_chart import slot_chart
 from demo.status import status_html
@@ -23,7 +24,7 @@ from spec.report import results_table, shown
 
 PLOT_ROUNDS = 32  # the per-round chart's x axis grows by this many rounds
 CLOCK = "engine s"  # the chart's other x axis: each round's end on its lane's clock (engine seconds)
-DRAFTS = " drafts"  # the chart's series of a head's chosen draft lengths: "DSpark drafts"
+DRAFTS = " drafts"  # the chart's series of a drafter's chosen draft lengths: "DSpark drafts"
 
 
 @dataclass
@@ -141,12 +142,12 @@ class View:
         return lane.meter.e2e_tok_s / base.meter.e2e_tok_s
 
     def plot(self) -> pd.DataFrame | None:
-        """Per round of each head, its accept length and (a lighter line, "<head> drafts") the drafts it
-        verified: the length chosen, 0 for a parked round, so the chart shows where auto parks and how
-        much of each draft landed. None (never an empty frame, Gradio 6 LinePlot) until every head has a
-        round or the race is over: the browser keeps the colours of the plot's first frame, so a head
-        missing from it would stay invisible for the whole race."""
-        meters = {n: self.lanes[n].meter for n in ("dspark", "dflash") if n in self.lanes}
+        """Per round of each drafter (the heads, prompt lookup), its accept length and (a lighter line,
+        "<name> drafts") the drafts it verified: the length chosen, 0 for a parked round, so the chart shows
+        where auto parks and how much of each draft landed. None (never an empty frame, Gradio 6 LinePlot)
+        until every drafter has a round or the race is over: the browser keeps the colours of the plot's
+        first frame, so a lane missing from it would stay invisible for the whole race."""
+        meters = {n: self.lanes[n].meter for n in DRAFTERS if n in self.lanes}
         if self.state == "racing" and not all(m is not None and m.accept_lengths for m in meters.values()):
             return None
         rows = []
@@ -179,8 +180,8 @@ class View:
                 files, summary)
 
     def why_html(self) -> str:
-        """Why a head wins: per draft slot, both heads side by side (demo.slot_chart), and DSpark's
-        confidence head checked (demo.confidence_chart); the live meters' numbers while the race runs,
+        """Why a lane wins: per draft slot, every drafter that raced side by side (demo.slot_chart), and
+        DSpark's confidence head checked (demo.confidence_chart); the live meters' numbers while the race runs,
         the outcome's once it is over (the same numbers: spec.slots, spec.confidence)."""
         if self.outcome is not None:
             slots, conf = self.outcome.positions, self.outcome.confidence.get("dspark")
@@ -233,9 +234,11 @@ def empty_table() -> pd.DataFrame:
 
 
 def idle_lanes(stage: Any) -> list[str]:
-    """Lane cards before the first race: the engines this arena will race, nothing measured yet."""
+    """Lane cards before the first race: the engines this arena will race with the page's defaults (the
+    lookup lane where the preset misses a head: demo.knobs.lookup_on), nothing measured yet."""
     a = stage.arena
-    present = {n for n in ("dspark", "dflash") if a is not None and n in a.heads} | ({"greedy"} if a else set())
+    present = ({n for n in ("dspark", "dflash") if a is not None and n in a.heads} | ({"greedy"} if a else set())
+               | ({"lookup"} if lookup_on(a) else set()))
     out = []
     for name in LANES:
         lane = Lane(name) if name in present else None

@@ -200,6 +200,31 @@ def test_two_clients_at_once_both_finish_lossless(app):
         assert len({out["texts"][n] for n in ("dspark", "dflash", "greedy")}) == 1
 
 
+QUOTING = "alpha beta gamma delta alpha beta gamma delta alpha beta"  # a prompt that quotes itself: lookup's ground
+
+
+def test_a_race_with_the_lookup_lane_names_it_everywhere(app):
+    """lookup=True (the API's default stays off) races prompt lookup beside the heads: its row in the table,
+    its place in the finish order, its per-slot counts and a lossless verdict; the stream names its lane."""
+    from gradio_client import Client
+
+    client = Client(app.url, verbose=False)
+    assert "lookup" not in client.predict(QUOTING, 8, api_name="/race")["texts"]  # off unless asked
+    out = client.predict(QUOTING, 24, lookup=True, lookup_max_draft="4", api_name="/race")
+    assert sorted(row["engine"] for row in out["table"]) == ["dflash", "dspark", "greedy", "lookup"]
+    place = next(p for p in out["finish_order"] if p["engine"] == "lookup")
+    assert isinstance(place["place"], int) and place["speedup"] > 0 and place["finish_seconds"] > 0
+    slots = out["positions"]["lookup"]  # a fixed length of 4: it drafts every round a token repeats (all of them)
+    assert slots and slots[0]["slot"] == 1 and slots[0]["reached"] > 0 and len(slots) <= 4
+    assert out["verdicts"]["lookup"] == "identical to greedy" and out["texts"]["lookup"] == out["texts"]["greedy"]
+    assert out["settings"]["lookup"] is True and out["settings"]["lookup_max_draft"] == 4
+    job = client.submit(QUOTING, 16, lookup=True, api_name="/race_stream")
+    updates = list(job)
+    assert all("lookup" in u["lanes"] for u in updates) and updates[-1]["lanes"]["lookup"]["done"]
+    assert updates[-1]["lanes"]["lookup"]["draft_length"] is not None  # a drafter, not the plain lane
+    assert "lookup" in [p["engine"] for p in job.result(timeout=120)["result"]["finish_order"]]
+
+
 @pytest.mark.slow  # a second app server, started from the file
 def test_python_demo_app_py_serves_the_page(tiny_dir, tmp_path):
     """The command this app was made for, `python demo/app.py --port P`, starts the same app as

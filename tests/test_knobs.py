@@ -123,5 +123,5 @@ def test_the_settings_offer_thinking_only_for_such_a_model():
 
     for can in (True, False):
         Stage.arena.target = type("T", (), {"can_think": can})()
-        box = knob_limits(Stage())[-1]  # after the draft-length sliders
+        box = knob_limits(Stage())[-2]  # after the draft-length sliders, before the lookup box
         assert box.visible is can and (can or box.value is False)  # hidden: also off
