@@ -250,7 +250,7 @@ def load_race(stage: Any, /, race_json: str) -> RaceResult:
     return race_result(events, header.get("models") or {})
 
 
-def sweep(stage: Any, /, domains: str = "chat,code,math", per_domain: int = 2, prompts: str = "",
+def sweep(stage: Any, /, domains: str = "chat,code,math,edit", per_domain: int = 2, prompts: str = "",
           **values: Any) -> SweepResult:
     """/sweep: the domain sweep to the end (demo.sweep_tab, as the page's tab runs it)."""
     return sweep_api(stage, domains, per_domain, prompts, values)
@@ -261,7 +261,8 @@ def endpoint_params() -> dict[str, list]:
     knobs = knob_params()
     race_params = [PROMPT, *knobs, REPEAT]
     return {"race": race_params, "race_stream": race_params, "replay": [PROMPT, *knobs, SPEED], "load_race": [LOAD],
-            "sweep": [("domains", str, "chat,code,math", "comma-separated: chat, code, math (their example prompts)"),
+            "sweep": [("domains", str, "chat,code,math,edit", "comma-separated: chat, code, math, edit (their example "
+                       "prompts; edit: texts to change, where prompt lookup shines)"),
                       ("per_domain", int, 2, "example prompts per domain, 1 to 6"),
                       ("prompts", str, "", "your own prompts instead, one a line (domain: custom)"),
                       *[(n, t, 48 if n == "max_new_tokens" else d, desc) for n, t, d, desc in knobs]]}

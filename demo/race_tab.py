@@ -20,7 +20,7 @@ from demo.view import CLOCK, DRAFTS, PLOT_ROUNDS, TABLE_COLUMNS, TABLE_LABEL, em
 from spec.race.repeat import REPEATS
 from spec.race.story import shipped_story
 
-DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math"}
+DOMAINS = {"code": "Code", "chat": "Chat", "math": "Math", "edit": "Edit"}  # edit: answers that quote the prompt
 SERIES = {n: (LANES[n], LANES[n] + DRAFTS) for n in DRAFTERS}  # lane -> its two lines in the per-round chart
 COLORS = {**{LANES[n]: LANE_COLORS[n] for n in DRAFTERS}, **{LANES[n] + DRAFTS: LIGHT[n] for n in DRAFTERS}}
 

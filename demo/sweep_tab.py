@@ -26,7 +26,7 @@ from spec.race.file import versions
 from spec.race.story import remember_sweep
 from spec.race.sweep import METHODS, grid, sweep
 
-DOMAIN_NAMES = {"chat": "Chat", "code": "Code", "math": "Math"}
+DOMAIN_NAMES = {"chat": "Chat", "code": "Code", "math": "Math", "edit": "Edit"}  # edit: where prompt lookup shines
 METHOD_ORDER = ("DSpark", "DFlash", "lookup")  # the chart's bars (the sweep's method names), in this order
 COLORS = {METHODS[n]: c for n, c in LANE_COLORS.items()}  # by method name, in the lanes' colours
 SHOWN = {METHODS[n]: LANES[n] for n in METHODS}  # a method as the chart's legend names it ("Prompt lookup")

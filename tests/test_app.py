@@ -385,7 +385,7 @@ def test_browser_domain_sweep_fills_every_domain(app, browser):
     with opened(browser) as page:
         visit(page, app.url)
         page.get_by_role("tab", name="Domain sweep").click()
-        set_slider(page, "sweep-per-domain", 1)  # a lost fill once raced the default 2 a domain ("of 6")
+        set_slider(page, "sweep-per-domain", 1)  # a lost fill once raced the default 2 a domain
         set_slider(page, "sweep-max-new", 16)
         page.evaluate("""() => { window.sweepSaid = []; const s = document.querySelector('#sweep-status');
             new MutationObserver(() => window.sweepSaid.push(s.innerText)).observe(s, {subtree: true,
@@ -399,12 +399,12 @@ def test_browser_domain_sweep_fills_every_domain(app, browser):
             raise AssertionError(f"sweep status: {page.locator('#sweep-status').inner_text()!r}") from e
         expect(page.locator("#sweep-status")).to_contain_text("Finished", timeout=120_000)
         said = page.evaluate("() => window.sweepSaid")
-        assert any(re.search(r"Rac(ing|ed) [12] of 3", x) for x in said), said  # progress before the end
+        assert any(re.search(r"Rac(ing|ed) [123] of 4", x) for x in said), said  # progress before the end
         expect(page.locator("#story")).to_contain_text("your last domain sweep on this machine")  # the story now
         table = page.locator("#sweep-table").inner_text()
-        for word in ("chat", "code", "math", "DSpark", "DFlash", "greedy"):
+        for word in ("chat", "code", "math", "edit", "DSpark", "DFlash", "greedy"):
             assert word in table
-        assert table.count("x ✓") == 6  # both heads, three domains, each cell lossless
+        assert table.count("x ✓") == 8  # both heads, four domains, each cell lossless
         for ext in ("csv", "json"):
             expect(page.locator(f'#sweep-files a[href*="spec-arena-sweep-"][href$=".{ext}"]')).to_be_attached()
         page.screenshot(path=str(artifacts() / "app-tiny-sweep.png"), full_page=True)

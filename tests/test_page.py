@@ -406,10 +406,10 @@ def test_the_sweep_stop_confirms_and_keeps_what_was_raced(app, browser):
         page.click("#sweep-run")
         expect(page.locator("#sweep-run")).to_be_disabled()
         expect(page.locator("#sweep-run")).to_have_text("Sweeping…")
-        page.wait_for_function("() => /Raced [1-5] of 6/.test(document.querySelector('#sweep-status').innerText)",
+        page.wait_for_function("() => /Raced [1-7] of 8/.test(document.querySelector('#sweep-status').innerText)",
                                timeout=90_000, polling="raf")
         page.click("#sweep-stop")
-        expect(page.locator("#sweep-status")).to_contain_text(re.compile(r"Stopped after [1-5] of 6 prompts"),
+        expect(page.locator("#sweep-status")).to_contain_text(re.compile(r"Stopped after [1-7] of 8 prompts"),
                                                               timeout=30_000)
         expect(page.locator("#sweep-status .pulse")).to_have_count(0)
         for ext in ("csv", "json"):  # the partial results, downloadable, named by the time they were run
