@@ -97,8 +97,13 @@ def slot_weights(weighting: str, gamma: float, valid: mx.array, hard: mx.array) 
         return mx.exp(-mx.arange(valid.shape[1]) / gamma)[None, :] * valid
     if weighting != "accept":
         raise SpecError(f"weighting is one of {', '.join(WEIGHTINGS)}, not {weighting!r}")
-    q = mx.stop_gradient(mx.exp(-hard)) * valid
-    return mx.cumsum(mx.cumprod(q, axis=1), axis=1, reverse=True) * valid
+    v = valid.astype(mx.float32)
+    unbroken = mx.cumsum(1 - v, axis=1) == 0  # every slot so far counts: the chain can reach this one
+    logs = mx.cumsum(mx.where(valid, hard, 0.0), axis=1)  # -log of prod_{j <= m} q_j
+    # chains less likely than e^-30 count as 0: their weights were denormal floats, and carried into the
+    # backward pass they made a step three times slower on x86
+    alive = mx.where(unbroken & (logs < 30.0), mx.exp(-logs), 0.0)
+    return mx.stop_gradient(mx.cumsum(alive, axis=1, reverse=True) * v)  # sum over m >= k
 
 
 def soft_cross_entropy(logq: mx.array, pos: mx.array, soft: tuple[mx.array, mx.array],
