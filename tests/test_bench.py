@@ -101,7 +101,7 @@ def test_race_vs_solo_smoke(tiny_dir, tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     runs = pd.read_csv(out / "race_vs_solo_runs.csv")
-    assert set(runs["engine"]) == {"dspark", "dflash", "greedy"} and set(runs["domain"]) == {"chat", "code", "math"}
+    assert set(runs["engine"]) == {"dspark", "dflash", "greedy"} and set(runs["domain"]) == {"chat", "code", "math", "edit"}
     assert (runs["solo tok/s"] > 0).all() and (runs["race tok/s"] > 0).all()
     assert "race / solo" in (out / "race_vs_solo.md").read_text()
 
@@ -120,7 +120,7 @@ def test_sweep_smoke_and_its_table_equals_the_races(tiny_dir, tmp_path, qwen3):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     table = pd.read_csv(out / "table.csv")
-    assert set(table["domain"]) == {"chat", "code", "math"} and set(table["lossless"]) == {"baseline", "identical"}
+    assert set(table["domain"]) == {"chat", "code", "math", "edit"} and set(table["lossless"]) == {"baseline", "identical"}
     heads = {"dspark": load_dspark(str(tiny_dir / "dspark-qwen3"), qwen3),
              "dflash": load_dflash(str(tiny_dir / "dflash-qwen3"), qwen3)}
     prompts = [{"domain": "code", "prompt": "Sort a list."}, {"domain": "code", "prompt": "Reverse a string."}]
