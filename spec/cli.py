@@ -38,6 +38,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-draft", default="0", type=flag(draft_length),
                     help="drafts verified per round (dflash: 0 = full block; dspark: 0 = block_size), or auto: "
                          "chosen every round from the measured costs and the acceptance so far")
+    ap.add_argument("--lookup-branch", action="store_true",
+                    help="a head's rounds also verify what prompt lookup copies from the text, as one more branch "
+                         "of their tree (auto grafts as many of its tokens as pay; a target that cannot branch: off)")
     ap.add_argument("--tree", type=flag(tree_setting), default="auto", metavar="N",
                     help="verify at most N drafts as a tree, --max-draft deep (0 = chains only; auto, the default: "
                          "chains at a fixed --max-draft, trees up to the head's block with --max-draft auto); a "
@@ -90,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
                                                                           drafter_bits=args.drafter_bits)
     engine = build_engine(target, drafter, args.max_draft, progress, confidence_threshold=args.confidence_threshold,
                           sampling=Sampling(args.temperature, args.top_p, args.top_k, args.seed),
-                          thinking=args.thinking, tree=args.tree, markov=not args.no_markov)
+                          thinking=args.thinking, tree=args.tree, markov=not args.no_markov,
+                          lookup_branch=args.lookup_branch)
     if engine.tree_note:
         print(f"# {engine.tree_note}", file=sys.stderr)
     prompt = list(target.tokenizer.encode(args.prompt)) if args.no_chat else args.prompt
@@ -106,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         out.pop("engine")
         print(json.dumps(out))
     else:
-        nodes = f" | {sum(res.drafted) / max(1, res.rounds):.1f} drafts verified per round" if engine.tree else ""
+        nodes = f" | {sum(res.drafted) / max(1, res.rounds):.1f} drafts verified per round" if engine.tree or engine.lookup_branch else ""
         print(f"\n# accept {res.mean_accept:.2f}{nodes} | {res.decode_tokens_per_sec:.1f} tok/s decode, "
               f"{res.tokens_per_sec:.1f} tok/s end-to-end | {len(res.token_ids)} tokens in {res.rounds} rounds | "
               f"{res.finish_reason}")

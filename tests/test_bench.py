@@ -28,8 +28,9 @@ def test_head_to_head_smoke(tiny_dir, tmp_path):
     assert set(table["domain"]) == {"chat", "code", "math", "edit"}
     methods = list(dict.fromkeys(table["method"]))
     assert methods == ["greedy (ours)", "greedy (mlx-lm)", "DSpark cap 2", "DSpark cap 4", "DSpark full (7)",
-                       "DSpark tree (7)", "DSpark auto", "DSpark auto, chains", "DFlash cap 2", "DFlash full (7)",
-                       "DFlash tree (7)", "DFlash auto", "DFlash auto, chains", "lookup full (15)", "lookup auto"]
+                       "DSpark tree (7)", "DSpark auto", "DSpark auto, chains", "DSpark auto + lookup", "DFlash cap 2",
+                       "DFlash full (7)", "DFlash tree (7)", "DFlash auto", "DFlash auto, chains", "DFlash auto + lookup",
+                       "lookup full (15)", "lookup auto"]
     md = (out / "table.md").read_text()
     assert "chosen draft lengths of the auto rows" in md
     assert "auto's cost model, lookup head" in md  # the head-free racer's costs too

@@ -44,3 +44,25 @@ def test_dspark_checkpoint_is_complete_in_the_published_format(pocket):
     assert mx.array_equal(w["embed_tokens.weight"], t.inner.embed_tokens.weight).item()
     shipped = mx.load(str(Path(__file__).parent.parent / "assets" / "pocket" / "dspark" / "model.safetensors"))
     assert "embed_tokens.weight" not in shipped and "lm_head.weight" not in shipped
+
+
+def test_shipped_heads_with_a_lookup_branch_stay_lossless_and_land_more_on_an_edit(pocket):
+    """Prompt lookup's guess as one more branch of each head's round (spec.loop.lookup_branch): identical to
+    greedy at T = 0, more tokens a round than the head alone on a text to change, and a sample at T > 0."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from spec.loop.verify import Sampling
+
+    t, dspark, dflash = pocket
+    prompt = load_prompts(Path(__file__).parent.parent / "assets" / "prompts" / "edit.jsonl")[0]["prompt"]
+    want = Engine(t).generate(prompt, 40)
+    for head in (dspark, dflash):
+        alone = Engine(t, head, max_draft=4, tree=0).generate(prompt, 40)
+        both = Engine(t, head, max_draft=4, tree=0, lookup_branch=True).generate(prompt, 40)
+        assert both.token_ids == want.token_ids
+        assert np.mean(both.accept_lengths) > np.mean(alone.accept_lengths), (alone.accept_lengths, both.accept_lengths)
+        sampled = Engine(t, head, max_draft=4, tree=0, lookup_branch=True,
+                         sampling=Sampling(0.7, seed=3)).generate(prompt, 24)
+        assert sampled.text.strip() and max(sampled.drafted) > 4  # lookup rows were verified beside the head's

@@ -62,13 +62,15 @@ class Method:
     whole_vocab: bool = False  # ignore the head's draft vocabulary (spec.vocab): the cost it saves
     tree: int | None = None  # drafts verified as a tree of this many nodes (0: chains; None: auto's default, trees)
     adapt: bool = False  # auto as before issue 39: following each generation's own timings (spec.autodraft)
+    lookup_branch: bool = False  # prompt lookup's guess as one more branch of each round (spec.loop.lookup_branch)
 
 
 
 def methods(heads: dict, vocab_ablation: bool = False, adapting: bool = False) -> list[Method]:
     """The original release's rows: greedy, mlx-lm, DSpark caps 2 / 4 / full, DFlash caps 2 / full, and
     each head's full block as a tree of as many nodes, auto (trees allowed) and auto with chains only;
-    prompt lookup's full block and auto where the arena has it;
+    prompt lookup's full block and auto where the arena has it, and each head's auto with lookup's guess
+    as one more branch;
     vocab_ablation adds the full caps drafting over the whole vocabulary (heads with a draft vocabulary);
     adapting adds auto as it was before issue 39 (its choices following its own round times)."""
     out = [Method("greedy (ours)", "greedy"), Method("greedy (mlx-lm)", "mlx-lm")]
@@ -83,6 +85,8 @@ def methods(heads: dict, vocab_ablation: bool = False, adapting: bool = False) -
         out.append(Method(f"{label} tree ({full})", kind, full, tree=full))
         out.append(Method(f"{label} auto", kind, "auto"))
         out.append(Method(f"{label} auto, chains", kind, "auto", tree=0))
+        if "lookup" in heads:
+            out.append(Method(f"{label} auto + lookup", kind, "auto", lookup_branch=True))
         if adapting:
             out.append(Method(f"{label} auto, adapting", kind, "auto", adapt=True))
     if "lookup" in heads:  # the head-free racer: where a trained head is worth its training
@@ -114,7 +118,7 @@ def run_method(target: Any, heads: dict, m: Method, prompt_ids: list[int], max_n
         return {"ids": ids, "tok_s": tps, "decode_tok_s": decode_tps, "accept": [], "draft_s": 0.0, "decode_s": 0.0}
     head = heads.get(m.kind)
     eng = build_engine(target, head, m.cap, sampling=sampling, name=m.name, profile=profile, tree=m.tree,
-                       adapt=m.adapt)
+                       adapt=m.adapt, lookup_branch=m.lookup_branch)
     vocab = head.draft_vocab if head is not None else None
     if m.whole_vocab:
         head.draft_vocab = None

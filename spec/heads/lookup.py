@@ -64,10 +64,15 @@ class LookupCache:
 
     def continuation(self, k: int) -> list[int]:
         """Up to k tokens that followed the longest suffix's most recent earlier occurrence ([] if none)."""
+        return self.match(k)[1]
+
+    def match(self, k: int) -> tuple[int, list[int]]:
+        """(the length of the longest suffix that occurred before, up to k tokens that followed its most
+        recent earlier occurrence); (0, []) when none did."""
         for n in self.sizes:
             if len(self.tokens) >= n and (end := self.last_end.get(tuple(self.tokens[-n:]))) is not None:
-                return self.tokens[end : end + k]
-        return []
+                return n, self.tokens[end : end + k]
+        return 0, []
 
 
 class PromptLookup:

@@ -66,6 +66,24 @@ def tree_tokens(rates: list[list[float]], nodes: int) -> list[float]:
     choices before it missed. The tree holds the n likeliest paths, found best first: a node's chance
     is its parent's times its own choice's, a child never beats its parent nor a sibling an earlier
     one once each depth's choices are sorted."""
+    out = [1.0]
+    for chance, _ in best_nodes(rates, nodes):
+        out.append(out[-1] + chance)
+    return out + [out[-1]] * (nodes + 1 - len(out))
+
+
+def tree_reach(rates: list[list[float]], nodes: int) -> list[float]:
+    """The chance the committed path of the best tree of `nodes` drafts reaches depth 1, 2, ... (a
+    depth's nodes are exclusive events: their chances add up)."""
+    out: list[float] = []
+    for chance, depth in best_nodes(rates, nodes):
+        out += [0.0] * (depth + 1 - len(out))
+        out[depth] += chance
+    return out
+
+
+def best_nodes(rates: list[list[float]], nodes: int) -> list[tuple[float, int]]:
+    """(chance of landing, depth from 0) of the best tree's nodes, best first (tree_tokens says how)."""
     land = []
     for depth in rates:
         missed, row = 1.0, []
@@ -73,15 +91,15 @@ def tree_tokens(rates: list[list[float]], nodes: int) -> list[float]:
             row.append(missed * c)
             missed *= 1.0 - c
         land.append(sorted(row, reverse=True))
-    out, heap = [1.0], [(-land[0][0], 0, 0, 1.0)] if land and land[0] else []
-    while heap and len(out) <= nodes:
+    out, heap = [], [(-land[0][0], 0, 0, 1.0)] if land and land[0] else []
+    while heap and len(out) < nodes:
         neg, d, r, parent = heapq.heappop(heap)
-        out.append(out[-1] - neg)
+        out.append((-neg, d))
         if r + 1 < len(land[d]):
             heapq.heappush(heap, (-parent * land[d][r + 1], d, r + 1, parent))
         if d + 1 < len(land) and land[d + 1]:
             heapq.heappush(heap, (neg * land[d + 1][0], d + 1, 0, -neg))
-    return out + [out[-1]] * (nodes + 1 - len(out))
+    return out
 
 
 def round_ms(costs: Costs, k: int, speed: float = 1.0, extra: float = 0.0) -> float:
@@ -249,6 +267,28 @@ class AutoDraft:
             if rate > best:
                 best, nodes = rate, n
         return (self.max_k, nodes) if nodes else (k, 0)
+
+    def reach(self) -> list[float]:
+        """The chance the round just chosen (next()) commits past depth 1, 2, ... of its drafts (their
+        sum + 1: the tokens it commits on average)."""
+        if self.nodes:
+            return tree_reach(self.acceptance.ranks(), self.nodes)
+        out, alive = [], 1.0
+        for a in self.acceptance.rates()[: self.chosen[-1] if self.chosen else 0]:
+            alive *= a
+            out.append(alive)
+        return out
+
+    def round_cost(self, rows: int, tree: bool, drafted: int | None = None) -> float:
+        """What a round costs that verifies `rows` drafts (as a tree or a chain) of which the head drafted
+        `drafted` (default: all); verify costs past the calibrated block grow by its mean cost of a row
+        (not its last step's: BLAS pads row counts, so steps alternate between flat and steep)."""
+        v, top = self.costs.verify, self.costs.max_k
+        per_row = (v[top] - v[1]) / (top - 1) if top > 1 else v[top] - v[0]
+        verify = v[rows] if rows <= top else v[top] + (rows - top) * max(per_row, 0.0)
+        drafted = min(rows if drafted is None else drafted, top)
+        ms = self.speed * (verify + self.costs.draft[drafted]) + (self.tree_extra if tree else self.extra)
+        return ms + (self.speed * self.costs.tree_ms if tree else 0.0)
 
     def next(self) -> int:
         """The next round's draft length or tree depth (0 = a plain target step); self.nodes: the tree's

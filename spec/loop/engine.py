@@ -48,7 +48,8 @@ class Engine:
     def __init__(self, target: Target, drafter: Drafter | None = None, *, max_draft: int | str = 0,
                  sampling: Sampling = Sampling(), confidence_threshold: float = 0.0, name: str | None = None,
                  profile: bool = False, thinking: bool = False, costs: autodraft.Costs | None = None,
-                 tree: int | str | None = "auto", markov: bool = True, adapt: bool = False):
+                 tree: int | str | None = "auto", markov: bool = True, adapt: bool = False,
+                 lookup_branch: bool = False):
         """profile: sync once more per round, after drafting, to time the drafter on its own.
         thinking: the chat template's enable_thinking for text prompts (off, as the heads are benchmarked).
         costs: what max_draft="auto" weighs, measured for this pair (spec.loop.calibrate.costs_for).
@@ -58,7 +59,9 @@ class Engine:
         branch verifies chains (tree_note: why).
         markov: off, a DSpark head drafts every slot from its backbone alone, in parallel (an ablation).
         adapt: "auto" also follows this generation's own timings (the chooser before issue 39, which made
-        two races of one prompt diverge; kept for the benchmark that compares it: spec.loop.autodraft)."""
+        two races of one prompt diverge; kept for the benchmark that compares it: spec.loop.autodraft).
+        lookup_branch: a head's rounds also verify what prompt lookup copies from the text, as one more
+        branch of their tree (spec.loop.lookup_branch; off where the target cannot branch: tree_note)."""
         self.target, self.drafter, self.sampling, self.profile = target, drafter, sampling, profile
         self.thinking, self.markov, self.adapt = thinking, markov, adapt
         self.costs = None  # measured round costs when the draft length is chosen per round ("auto")
@@ -82,8 +85,10 @@ class Engine:
         tree = tree_setting(tree)
         if tree == "auto":
             tree = self.max_draft if self.costs is not None else 0
-        self.tree_note = target.check_trees() if tree and drafter is not None else ""
+        branch = lookup_branch and drafter is not None and drafter.kind != "lookup"
+        self.tree_note = target.check_trees() if (tree or branch) and drafter is not None else ""
         self.tree = 0 if self.tree_note or drafter is None else tree  # at most; auto picks per round
+        self.lookup_branch = branch and not self.tree_note
         self.name = name or (drafter.kind if drafter is not None else "greedy")
         self.taps: tuple[int, ...] = tuple(drafter.config.target_layer_ids) if drafter is not None else ()
 

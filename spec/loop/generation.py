@@ -15,6 +15,7 @@ from mlx_lm.tokenizer_utils import NaiveStreamingDetokenizer, StreamingDetokeniz
 from ..errors import SpecError
 from . import autodraft
 from .caches import copy_cache
+from .lookup_branch import LookupBranch
 from .prefill import Prefill
 from .results import GenResult, Round
 from .tree import DraftTree
@@ -48,6 +49,9 @@ class Generation:
         self.draft_cache = d.make_cache() if d is not None else None
         if d is not None:
             d.see(self.draft_cache, self.prompt_ids)
+        self.branch = LookupBranch() if self.engine.lookup_branch else None  # lookup's guesses beside the head's
+        if self.branch is not None:
+            self.branch.see(self.prompt_ids)
         self.policy = (None if self.engine.costs is None
                        else autodraft.AutoDraft(self.engine.costs, self.engine.max_draft, max_nodes=self.engine.tree,
                                                 adapt=self.engine.adapt))
@@ -122,6 +126,8 @@ class Generation:
                                                      eng.confidence_threshold))
                 held = getattr(head, "estimates", None)  # DSpark's confidence of every slot this chain drafted
                 self.estimates = held.value if held is not None else None  # (a tree's rounds have none)
+        if self.branch is not None:
+            tree = self.branch.extend(tree, k if self.policy is None else self._room() - 1, self.policy)
         if eng.profile:
             mx.eval(tree.tokens, *([tree.q] if tree.q is not None else []), *[c.state for c in self.draft_cache])
             self.draft_seconds += time.perf_counter() - tic
@@ -306,6 +312,9 @@ class Generation:
         self.ids.extend(tokens)
         if self.engine.drafter is not None:
             self.engine.drafter.see(self.draft_cache, tokens)
+        if self.branch is not None:
+            self.branch.judge(tokens)
+            self.branch.see(tokens)
         if not self.finish_reason:
             if len(self.ids) >= self.max_new_tokens:
                 self.finish_reason = "length"

@@ -29,13 +29,18 @@ import numpy as np
 class DraftTree:
     """tokens[i] is row i + 1's token; parents[i] its parent row. At T > 0, q holds the head's
     log-probabilities [M, V] and q_index[row] the q row the children of `row` were drawn from, and
-    trials[row] the drawn tokens in draw order (repeats kept; a chain's trials are its children)."""
+    trials[row] the drawn tokens in draw order (repeats kept; a chain's trials are its children).
+    A prompt-lookup branch grafted on (spec.loop.lookup_branch): certain[row] is the token the lookup
+    proposes after `row`, tested before the head's draws there, and the rows after head_rows are the
+    lookup's own (the head's statistics leave them out)."""
 
     tokens: mx.array | list[int]
     parents: list[int]
     q: mx.array | None = None
     q_index: dict[int, int] | None = None
     trials: dict[int, list[int]] | None = None
+    certain: dict[int, int] | None = None
+    head_rows: int | None = None
     depths: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -73,6 +78,11 @@ class DraftTree:
             out.setdefault(p, []).append(i + 1)
         return out
 
+    def own_kids(self, row: int) -> list[int]:
+        """`row`'s child rows that the head drafted (a grafted lookup's own rows left out)."""
+        kids = self.kids.get(row, [])
+        return kids if self.head_rows is None else [c for c in kids if c <= self.head_rows]
+
     def children(self) -> dict[int, dict[int, int]]:
         """{row: {token: child row}}."""
         tokens = self.token_list()
@@ -97,19 +107,27 @@ class DraftTree:
         """What each depth of an accepted path tells about the head: (the rank among its siblings of the
         child that landed, 1 = the likeliest, or 0 when none did; how many children were verified there).
         Siblings rank in row order: best first for best_first trees, in draw order for drawn ones. A
-        chain that landed n of k drafts: n x (1, 1), then (0, 1) if n < k."""
-        kids = self.kids
-        out = [(kids[a].index(b) + 1, len(kids[a])) for a, b in zip(path, path[1:])]
-        if kids.get(path[-1]):
-            out.append((0, len(kids[path[-1]])))
+        chain that landed n of k drafts: n x (1, 1), then (0, 1) if n < k. Only the head's rows count: where
+        the path goes on through a grafted lookup row, the head missed there (T = 0: the target's token was
+        none of its children) or was not asked (T > 0: the lookup's certain trial came first), and the
+        levels end."""
+        out = []
+        for a, b in zip(path, path[1:] + [None]):
+            own = self.own_kids(a)
+            if b in own:
+                out.append((own.index(b) + 1, len(own)))
+                continue
+            if own and (b is None or self.q is None):
+                out.append((0, len(own)))
+            break
         return out
 
     def first_guesses(self, row: int) -> list[int]:
         """The rows of the head's likeliest continuation below `row`: its first child, that child's first
         child, and so on (a chain: the drafts after `row`)."""
         out = []
-        while self.kids.get(row):
-            row = self.kids[row][0]
+        while own := self.own_kids(row):
+            row = own[0]
             out.append(row)
         return out
 

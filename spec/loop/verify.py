@@ -77,7 +77,8 @@ def walk(tree: DraftTree, target_logits: mx.array, s: Sampling,
     Leviathan/Chen rule for the current p, whose output (the accepted draw, else a sample of the
     residual, which is what the next test samples exactly) is distributed as p; by induction the
     node's token is an exact draw from the target, and the walk goes on in the child it chose. With
-    one draw per node (a chain) this is the Leviathan/Chen rule itself."""
+    one draw per node (a chain) this is the Leviathan/Chen rule itself. A grafted lookup's certain token
+    (tree.certain) is one more independent trial, tested first, from a q that is all on it."""
     children = tree.children()
     path = [0]
     if s.greedy:
@@ -87,11 +88,19 @@ def walk(tree: DraftTree, target_logits: mx.array, s: Sampling,
         final = int(best[path[-1]])
     else:
         p_log = log_probs(target_logits, s)
+        certain = tree.certain or {}
         while True:
             row = path[-1]
             p = np.exp(np.array(p_log[row], dtype=np.float64))
             nxt = None
-            for x in tree.drawn(row):
+            if row in certain:  # a grafted lookup's token: q is all on it, so it lands with probability p(x)
+                x = certain[row]
+                if rng.random() < p[x]:
+                    nxt = children[row][x]
+                elif p[x] < 1.0:
+                    p[x] = 0.0  # the residual max(0, p - q)
+                    p /= p.sum()
+            for x in tree.drawn(row) if nxt is None else ():
                 q = np.exp(np.array(tree.q[tree.q_index[row]], dtype=np.float64))
                 if rng.random() * q[x] < p[x]:
                     nxt = children[row][x]

@@ -154,10 +154,10 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
     if "dspark" in heads:
         engines["dspark"] = build_engine(target, heads["dspark"], settings.dspark_max_draft, sampling=s, name="dspark",
                                          confidence_threshold=settings.dspark_threshold, tree=settings.tree,
-                                         markov=settings.dspark_markov)
+                                         markov=settings.dspark_markov, lookup_branch=settings.lookup_branch)
     if "dflash" in heads:
         engines["dflash"] = build_engine(target, heads["dflash"], settings.dflash_max_draft, sampling=s, name="dflash",
-                                         tree=settings.tree)
+                                         tree=settings.tree, lookup_branch=settings.lookup_branch)
     if settings.lookup:
         lookup = heads.get("lookup") or PromptLookup().bind(target)
         engines["lookup"] = build_engine(target, lookup, settings.lookup_max_draft, sampling=s, name="lookup")
@@ -207,8 +207,13 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
 
 
 def lane_notes(settings: RaceSettings) -> dict[str, str]:
-    """How a lane runs unlike its usual self, as its label says it: {"dspark": "Markov off"}."""
-    return {} if settings.dspark_markov else {"dspark": "Markov off"}
+    """How a lane runs unlike its usual self, as its label says it: {"dspark": "Markov off"}, and the heads'
+    lanes with prompt lookup's guess in their rounds ("+ lookup branch")."""
+    notes = {} if settings.dspark_markov else {"dspark": "Markov off"}
+    if settings.lookup_branch:
+        for name in ("dspark", "dflash"):
+            notes[name] = ", ".join(filter(None, (notes.get(name), "+ lookup branch")))
+    return notes
 
 
 def replay(events: list[RaceEvent], speed: float = 1.0, sleep: Callable[[float], None] = time.sleep,
