@@ -57,7 +57,7 @@ KNOBS = (
     Knob("lookup_max_draft", "Lookup draft length", "drafts per round; 0 = its whole block (15)", AUTO, 0, 15, 1,
          api="'auto' (the page's default) or a number of drafts per round, 0 = its whole block (15)"),
     Knob("lookup_branch", "Lookup in the heads' trees", "the heads' rounds also verify what prompt lookup "
-         "copies from the text, as one more branch (auto grafts it where it pays)", False),
+         "copies from the text, as one more branch (auto grafts it where it pays)", True),
 )
 DRAFT_KNOBS = ("dspark_max_draft", "dflash_max_draft", "lookup_max_draft")  # their sliders end at the blocks
 AUTO_KNOBS = (*DRAFT_KNOBS, "tree")  # "auto" or a number: the page's Auto box covers them, a slider each

@@ -60,7 +60,7 @@ class View:
         """What the race runs with that the page shows: the confidence cut, a lane's ablation."""
         if settings is not None:
             self.threshold = settings.dspark_threshold
-            for name, note in lane_notes(settings).items():
+            for name, note in lane_notes(settings, cards=True).items():
                 if name in self.lanes:
                     self.lanes[name].note = note
         return self

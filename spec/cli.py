@@ -38,7 +38,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-draft", default="0", type=flag(draft_length),
                     help="drafts verified per round (dflash: 0 = full block; dspark: 0 = block_size), or auto: "
                          "chosen every round from the measured costs and the acceptance so far")
-    ap.add_argument("--lookup-branch", action="store_true",
+    ap.add_argument("--lookup-branch", action=argparse.BooleanOptionalAction, default=True,
                     help="a head's rounds also verify what prompt lookup copies from the text, as one more branch "
                          "of their tree (auto grafts as many of its tokens as pay; a target that cannot branch: off)")
     ap.add_argument("--tree", type=flag(tree_setting), default="auto", metavar="N",

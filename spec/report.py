@@ -107,6 +107,10 @@ def settings_words(settings: dict) -> str:
                  + (f", confidence cut {s['dspark_threshold']}" if s.get("dspark_threshold") else ""))
     length = s.get("dflash_max_draft", "auto")
     words.append(f"DFlash draft length {'the whole block' if length == 0 else length}{trees}")
+    if s.get("lookup_branch", False):  # a file from before the branch existed raced without it
+        words.append("the heads' rounds with prompt lookup's guess as one more branch")
+    if s.get("lookup"):
+        words.append(f"a prompt-lookup lane (draft length {s.get('lookup_max_draft', 'auto')})")
     if not s.get("baseline", True):
         words.append("no greedy lane")
     if s.get("thinking"):

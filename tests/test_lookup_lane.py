@@ -175,3 +175,28 @@ def test_the_lookup_lane_races_on_the_page(app, browser, size):
         expect(page.locator("#meters-lookup .lane-card")).to_be_hidden()  # a race without it: gone again
         expect(page.locator("#plot-legend .lookup").first).to_be_hidden()
         assert "lookup" not in page.locator("#table").inner_text()
+
+
+@pytest.mark.browser
+def test_the_heads_cards_say_when_they_race_with_the_lookup_branch(app, browser):
+    """On by default (Settings' box ticked): both heads' cards say "+ lookup branch"; unticked, a race runs the
+    heads alone and the note is gone."""
+    from playwright.sync_api import expect
+
+    with opened(browser, "lookup-branch-failure.png") as page:
+        visit(page, app.url)
+        page.fill("#prompt textarea", QUOTING)
+        settings(page, True)
+        set_max_tokens(page, 24)
+        expect(page.locator("#lookup-branch input[type=checkbox]")).to_be_checked()
+        settings(page, False)
+        race_to_the_end(page)
+        for name in ("dspark", "dflash"):
+            expect(page.locator(f"#meters-{name} .lane-note")).to_contain_text("+ lookup branch")
+        expect(page.locator("#meters-greedy .lane-note")).not_to_contain_text("lookup")
+        screenshot(page, "lookup-branch.png")
+        settings(page, True)
+        page.locator("#lookup-branch input[type=checkbox]").uncheck()
+        settings(page, False)
+        race_to_the_end(page)
+        expect(page.locator("#meters-dspark .lane-note")).not_to_contain_text("lookup")

@@ -55,9 +55,10 @@ def test_race_streams_all_engines_and_is_lossless(arena):
 
 def test_a_race_with_trees_verifies_trees_and_stays_lossless(arena):
     """The tree setting reaches both lanes: at fixed lengths every drafting round verifies that many
-    drafts as a tree; 0 keeps chains."""
+    drafts as a tree; 0 keeps chains (the heads alone: the lookup branch adds rows of its own)."""
     for tree, shaped in ((6, True), (0, False)):
-        evs = final(arena.race("hello there", RaceSettings(max_new_tokens=16, dspark_max_draft=4, dflash_max_draft=4, tree=tree)))
+        evs = final(arena.race("hello there", RaceSettings(max_new_tokens=16, dspark_max_draft=4, dflash_max_draft=4,
+                                                           tree=tree, lookup_branch=False)))
         assert evs[-1].verdicts == {"dspark": "identical to greedy", "dflash": "identical to greedy"}
         drafting = [e.round for e in evs if e.kind == "round" and e.round.drafted]
         assert drafting and all((r.drafted == 6) == shaped for r in drafting)

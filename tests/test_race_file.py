@@ -96,7 +96,10 @@ def test_settings_in_words():
 
     words = settings_words(RaceSettings.from_dict(dict(max_new_tokens=64, temperature=0.7, dspark_max_draft=0,
                                                        dspark_markov=False, dflash_max_draft=4, tree=0,
-                                                       baseline=False)).as_dict())
+                                                       baseline=False, lookup_branch=False)).as_dict())
     assert words == ("64 new tokens, T = 0.7, top-p 1.0, top-k 0, seed 0, DSpark draft length the whole block, chains "
                      "only, without its Markov head, DFlash draft length 4, chains only, no greedy lane")
     assert settings_words({}) == "not recorded"
+    default = settings_words(RaceSettings().as_dict())  # the heads race with the lookup branch unless it is off
+    assert "with prompt lookup's guess as one more branch" in default and "prompt-lookup lane" not in default
+    assert "branch" not in settings_words({"max_new_tokens": 8})  # a file saved before the branch raced without it

@@ -47,3 +47,28 @@ def test_the_one_line_generation_with_todays_flags_and_the_old_ones(pocket_home)
         p = run(["-m", "spec", *flags, "--mode", "baseline", "--max-new-tokens", "4"], pocket_home)
         assert p.returncode == 0 and "4 tokens in" in p.stdout, p.stderr[-2000:]
         assert note in p.stderr
+
+
+def test_the_readmes_table_is_the_shipped_measurement():
+    """Every cell of "Measured: who wins where" is the shipped bench folder's (the page's story reads the same
+    folder), so the front page and the page cannot drift apart."""
+    import json
+
+    import pandas as pd
+
+    from spec.race.story import SHIPPED
+
+    bench = pd.DataFrame(json.loads((SHIPPED / "table.json").read_text())).set_index(["method", "domain"])
+    names = {"DSpark auto, chains only": "DSpark auto, chains", "DFlash auto, chains only": "DFlash auto, chains",
+             "prompt lookup, full block (15)": "lookup full (15)", "prompt lookup auto (its lane)": "lookup auto"}
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Measured: who wins where"):text.index("## Command line")]
+    lines = [l for l in section.splitlines() if l.startswith("| ") and "---" not in l]
+    domains = [c.strip() for c in lines[0].strip("|").split("|")][1:]
+    assert SHIPPED.name in section and len(lines) > 10
+    for line in lines[1:]:
+        name, *cells = [c.strip().replace("**", "") for c in line.strip("|").split("|")]
+        name = names.get(name, name.replace(" branch (the race's default)", "").replace(" (the race's default)", ""))
+        for domain, cell in zip(domains, cells):
+            r = bench.loc[(name, domain)]
+            assert cell == f"{r['accept']:.2f} / {r['tok/s']:.1f} / {r['speedup']:.2f}x", (name, domain)

@@ -61,7 +61,8 @@ def test_a_bench_folder_tells_its_story_with_machine_and_date(tmp_path):
     assert s.lines[0].startswith("math: DSpark wins")
     assert shipped_story(tmp_path / "missing") is None
     shipped = shipped_story(SHIPPED)  # the README's table, shipped with the project
-    assert shipped is not None and len(shipped.lines) == 3, SHIPPED
+    assert shipped is not None and len(shipped.lines) == 4, SHIPPED  # chat, code, edit, math
+    assert shipped.branched  # the heads as a race runs them by default: with the lookup branch
     assert json.loads((SHIPPED / "table.json").read_text())
 
 
@@ -114,3 +115,17 @@ def test_a_sweep_smaller_than_the_shipped_table_does_not_replace_it_for_everyone
                                        for i in range(3)]})
     big = story_for(models)
     assert big != shipped and big.per_domain == 3 and "small sample" not in big.source
+
+
+def test_the_heads_rows_with_the_lookup_branch_tell_the_story_where_a_table_has_them():
+    """A race runs the heads with the lookup branch by default: the story reads those rows, and says so."""
+    t = table([("greedy (ours)", "edit", 1.0, 1.0), ("DSpark auto", "edit", 2.4, 1.41),
+               ("DSpark auto + lookup", "edit", 4.2, 1.61), ("DFlash auto", "edit", 2.2, 1.29),
+               ("DFlash auto + lookup", "edit", 4.0, 1.45), ("lookup auto", "edit", 2.5, 1.50)])
+    s = story_of(t, {"edit": 0.017}, "measured")
+    assert s.branched and s.rows[0]["DSpark"] == "4.20 / ×1.61" and s.rows[0]["Prompt lookup"] == "2.50 / ×1.50"
+    assert s.lines[0].startswith("edit: DSpark wins")
+    html = story_html(s)
+    assert "DSpark auto + lookup branch: accept" in html and "Prompt lookup auto: accept" in html
+    plain = story_of(table([("DSpark auto", "edit", 2.4, 1.41), ("DFlash auto", "edit", 2.2, 1.29)]), {}, "")
+    assert not plain.branched and "+ lookup branch" not in story_html(plain)

@@ -206,11 +206,12 @@ def run_race(target: Target, heads: dict[str, Any], prompt: str | list[int], set
                                        lane_notes(settings)))
 
 
-def lane_notes(settings: RaceSettings) -> dict[str, str]:
-    """How a lane runs unlike its usual self, as its label says it: {"dspark": "Markov off"}, and the heads'
-    lanes with prompt lookup's guess in their rounds ("+ lookup branch")."""
+def lane_notes(settings: RaceSettings, cards: bool = False) -> dict[str, str]:
+    """How a lane runs unlike its usual self, as its label says it: {"dspark": "Markov off"}; on the page's
+    cards (`cards`) also the heads' lanes with prompt lookup's guess in their rounds ("+ lookup branch", the
+    default: results tables and the API keep the engine names plain, and echo the setting)."""
     notes = {} if settings.dspark_markov else {"dspark": "Markov off"}
-    if settings.lookup_branch:
+    if cards and settings.lookup_branch:
         for name in ("dspark", "dflash"):
             notes[name] = ", ".join(filter(None, (notes.get(name), "+ lookup branch")))
     return notes

@@ -22,10 +22,12 @@ from ..pocket import cache_root
 from .settings import upgraded
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ROOT / "assets" / "bench" / "auto-quiet"  # the README's table: the shipped measurement
+SHIPPED = ROOT / "assets" / "bench" / "lookup-quiet"  # the README's table: the shipped measurement
 LOOKUP = "Prompt lookup"
-HEADS = {"DSpark": ("DSpark auto", "DSpark"), "DFlash": ("DFlash auto", "DFlash"),
-         LOOKUP: ("lookup auto", "lookup")}  # the racers: bench rows, sweep rows
+# the racers: their bench rows, best first (the heads as a race runs them by default: with the lookup branch),
+# then their sweep rows
+HEADS = {"DSpark": ("DSpark auto + lookup", "DSpark auto", "DSpark"),
+         "DFlash": ("DFlash auto + lookup", "DFlash auto", "DFlash"), LOOKUP: ("lookup auto", "lookup")}
 GREEDY = ("greedy (ours)", "greedy")
 
 
@@ -36,6 +38,7 @@ class Story:
     rows: list[dict] = field(default_factory=list)  # per domain: {domain, DSpark, DFlash} "accept / ×speedup"
     lines: list[str] = field(default_factory=list)  # per domain: who wins and why, in words
     per_domain: int = 0  # prompts measured in the domain with fewest (0: not known)
+    branched: bool = False  # the heads' rows are theirs with the lookup branch (bench rows "... auto + lookup")
 
 
 def story_of(table: Any, spreads: dict[str, float], source: str, label: str = "auto") -> Story:
@@ -48,6 +51,7 @@ def story_of(table: Any, spreads: dict[str, float], source: str, label: str = "a
                if any(n in rows.index for n in names)}
         if not got:
             continue
+        out.branched |= any(str(r.name).endswith("+ lookup") for r in got.values())
         band = 2 * spreads.get(domain, 0.025)
         out.rows.append({"domain": domain, **{h: f"{r['accept']:.2f} / ×{r['speedup']:.2f}" for h, r in got.items()}})
         out.lines.append(line(domain, {h: (float(r["speedup"]), float(r["accept"])) for h, r in got.items()}, band))
@@ -134,7 +138,7 @@ def sweep_file(models: dict[str, str]) -> Path:
 def remember_sweep(doc: dict) -> None:
     """Keep a finished sweep (the app's JSON download: table, settings, models, timestamp) as the story
     of its models on this machine. A stopped sweep, or one that raced no head, is not kept."""
-    if doc.get("stopped") or not any(r.get("method") in {row for _, row in HEADS.values()} for r in doc.get("table", [])):
+    if doc.get("stopped") or not any(r.get("method") in {names[-1] for names in HEADS.values()} for r in doc.get("table", [])):
         return
     write_json(sweep_file(doc.get("models", {})), {**doc, "rows": []})
 
@@ -167,6 +171,7 @@ def sweep_story(models: dict[str, str]) -> Story | None:
               f"{s.get('dflash_max_draft', '?')}{small})")
     out = story_of(table, shipped_spreads(), source, label)
     out.per_domain = each
+    out.branched = bool(s.get("lookup_branch", False))  # older sweep files: raced before the branch existed
     return out
 
 
