@@ -128,3 +128,18 @@ def test_rows_past_the_calibrated_block_cost_its_mean_row():
     policy = AutoDraft(costs, max_k=3)
     assert policy.round_cost(3, False) == 14.0 + 1.0 + costs.loop_ms
     assert policy.round_cost(5, False, drafted=3) == 14.0 + 2 * 1.0 + 1.0 + costs.loop_ms
+
+
+def test_rounds_with_lookup_rows_carry_no_confidence_estimates(trio):  # noqa: F811
+    """DSpark's confidence scores the slots of its own chain: a round the lookup added rows to is a tree round
+    for the confidence check (counted, not checked), so the check never reads past the head's slots."""
+    from spec.loop.confidence import ConfidenceCheck
+
+    t, _, dspark = trio
+    check, grown = ConfidenceCheck(), 0
+    for r in Engine(t, dspark, max_draft=3, tree=0, lookup_branch=True).start(echo_prompt(t), 48):
+        grown += r.drafted > 3
+        assert not r.estimates or len(r.estimates) >= r.drafted
+        check.add(r.estimates, r.drafted, r.accepted)
+    assert grown and check.drafted_as_trees >= grown
+    assert check.record()["rounds"] == len(check.rounds)

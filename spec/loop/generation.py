@@ -127,7 +127,10 @@ class Generation:
                 held = getattr(head, "estimates", None)  # DSpark's confidence of every slot this chain drafted
                 self.estimates = held.value if held is not None else None  # (a tree's rounds have none)
         if self.branch is not None:
+            size = tree.size
             tree = self.branch.extend(tree, k if self.policy is None else self._room() - 1, self.policy)
+            if tree.size != size:  # rows of the lookup's own: a tree round, whose slots DSpark's estimates do not score
+                self.estimates = None
         if eng.profile:
             mx.eval(tree.tokens, *([tree.q] if tree.q is not None else []), *[c.state for c in self.draft_cache])
             self.draft_seconds += time.perf_counter() - tic
