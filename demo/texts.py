@@ -3,10 +3,8 @@
 HERO = ('<div class="hero"><h1>Spec Arena</h1><p>DSpark and DFlash, two <b>lossless</b> speculative decoders, '
         "race a plain greedy decoder on <b>one shared target model</b>. A small head drafts several tokens, "
         "the target checks them all in one forward pass: the text stays exactly the target's own, only the "
-        "speed changes. A fourth lane, <b>prompt lookup</b>, drafts with no head at all, copying from the prompt "
-        "and the text so far: tick it in Settings (it starts ticked where a preset lacks a head). Its copy also "
-        "rides along in the heads' rounds as one more branch where it pays (\"+ lookup branch\" on their cards; "
-        "Settings turns it off).</p></div>")
+        "speed changes. A fourth lane, <b>prompt lookup</b>, drafts with no head, copying from the prompt and "
+        "the text so far (Settings; its copy also rides in the heads' rounds: \"+ lookup branch\").</p></div>")
 
 LEGEND = ('<div class="legend"><span><i class="sw acc"></i>accepted draft tokens (drafted, then '
           'checked by the target)</span><span><i class="sw own"></i>the target\'s own token '
