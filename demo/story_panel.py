@@ -13,8 +13,8 @@ def story_html(story: object | None) -> str:
     heads = [h for h in HEADS if any(h in r for r in story.rows)]
     cells = "".join(f"<tr><td>{esc(r['domain'])}</td>" + "".join(f"<td>{esc(r.get(h, '–'))}</td>" for h in heads)
                     + "</tr>" for r in story.rows)
-    branch = lambda h: " + lookup branch" if story.branched and h != LOOKUP else ""  # noqa: E731
-    th = "".join(f"<th>{h} {esc(story.label)}{branch(h)}: accept / speedup</th>" for h in heads)
+    th = "".join(f"<th>{h} {esc(story.label)}{' + lookup branch' if story.branched and h != LOOKUP else ''}: "
+                 "accept / speedup</th>" for h in heads)
     table = f"<table><tr><th>domain</th>{th}</tr>{cells}</table>"
     lines = "".join(f"<li>{esc(x)}</li>" for x in story.lines)
     return (f'<details class="story" open><summary>Who wins where: {esc(story.source)}</summary>'

@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
         out.pop("engine")
         print(json.dumps(out))
     else:
-        nodes = f" | {sum(res.drafted) / max(1, res.rounds):.1f} drafts verified per round" if engine.tree or engine.lookup_branch else ""
+        nodes = (f" | {sum(res.drafted) / max(1, res.rounds):.1f} drafts verified per round"
+                 if engine.tree or engine.lookup_branch else "")
         print(f"\n# accept {res.mean_accept:.2f}{nodes} | {res.decode_tokens_per_sec:.1f} tok/s decode, "
               f"{res.tokens_per_sec:.1f} tok/s end-to-end | {len(res.token_ids)} tokens in {res.rounds} rounds | "
               f"{res.finish_reason}")

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from ..errors import SpecError
 from ..loop.calibrate import build_engine, cached_costs
+from ..loop.results import common_prefix
 from ..loop.slots import as_columns
 from ..loop.verify import Sampling
 from ..race.arena import load_preset_arena
@@ -163,8 +164,7 @@ def head_to_head(target: Any, heads: dict, prompts: list[dict], *, trials: int =
             if m.kind == "greedy":
                 reference = out
             elif temperature == 0 and reference is not None and out != reference:
-                where = next((i for i, (a, b) in enumerate(zip(out, reference)) if a != b),
-                             min(len(out), len(reference)))
+                where = common_prefix(out, reference)
                 raise SpecError(f"{m.name} differs from greedy on prompt {pi} ({domain}) at token {where}")
             verify_s = prof["decode_s"] - prof["draft_s"]
             trial_tok_s = [r["tok_s"] for r in runs]

@@ -53,11 +53,19 @@ class Costs:
 
 def expected_tokens(rates: list[float], k: int) -> float:
     """Tokens a round commits on average when it verifies k drafts (the target's own token included)."""
-    total, alive = 1.0, 1.0
-    for a in rates[:k]:
-        alive *= a
+    total = 1.0
+    for alive in chain_reach(rates, k):
         total += alive
     return total
+
+
+def chain_reach(rates: list[float], k: int) -> list[float]:
+    """The chance a chain of k drafts commits past draft 1, 2, ..., k."""
+    out, alive = [], 1.0
+    for a in rates[:k]:
+        alive *= a
+        out.append(alive)
+    return out
 
 
 def tree_tokens(rates: list[list[float]], nodes: int) -> list[float]:
@@ -263,7 +271,7 @@ class AutoDraft:
                 else stay / round_ms(self.costs, 0, self.speed))
         values, nodes = tree_tokens(self.acceptance.ranks(), self.max_nodes), 0
         for n in range(2, self.max_nodes + 1):
-            rate = values[n] / (round_ms(self.costs, n, self.speed, self.tree_extra) + self.speed * self.costs.tree_ms)
+            rate = values[n] / self.round_cost(n, tree=True)
             if rate > best:
                 best, nodes = rate, n
         return (self.max_k, nodes) if nodes else (k, 0)
@@ -273,11 +281,7 @@ class AutoDraft:
         sum + 1: the tokens it commits on average)."""
         if self.nodes:
             return tree_reach(self.acceptance.ranks(), self.nodes)
-        out, alive = [], 1.0
-        for a in self.acceptance.rates()[: self.chosen[-1] if self.chosen else 0]:
-            alive *= a
-            out.append(alive)
-        return out
+        return chain_reach(self.acceptance.rates(), self.chosen[-1] if self.chosen else 0)
 
     def round_cost(self, rows: int, tree: bool, drafted: int | None = None) -> float:
         """What a round costs that verifies `rows` drafts (as a tree or a chain) of which the head drafted

@@ -17,7 +17,7 @@ from . import autodraft
 from .caches import copy_cache
 from .lookup_branch import LookupBranch
 from .prefill import Prefill
-from .results import GenResult, Round
+from .results import GenResult, Round, common_prefix
 from .tree import DraftTree
 from .verify import pick, walk
 
@@ -276,7 +276,7 @@ class Generation:
         if not isinstance(draft, list):
             draft = draft.tolist()
         seen = self.ids[start : start + len(draft)]
-        matched = next((i for i, (a, b) in enumerate(zip(draft, seen)) if a != b), len(seen))
+        matched = common_prefix(draft, seen)
         final = matched < len(seen) or len(seen) == len(draft) or self.done
         if len(seen) > judged or final:
             self.policy.observe_probe(len(seen), matched, start=judged, final=final)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ..heads.lookup import LookupCache, LookupConfig, PromptLookup
 from .autodraft import Acceptance, AutoDraft
+from .results import common_prefix
 from .tree import DraftTree
 
 PRIOR = 0.5  # the lookup's landing rate before it has shown any (learned within a few rounds)
@@ -82,23 +83,22 @@ class LookupBranch:
         """The number of lookup tokens with the most expected tokens per millisecond (0: none)."""
         if not self.proposed:
             return 0
-        reach, base_ms = policy.reach(), policy.round_cost(tree.size, not tree.is_chain, tree.size)
+        reach = policy.reach()
+        head = 1.0 + sum(reach)  # the tokens the head's own rows commit on average
         rates, alive, gain = self.acceptance[self.matched].rates(), 1.0, 0.0
-        best, best_rate = 0, (1.0 + sum(reach)) / base_ms
+        best, best_rate = 0, head / policy.round_cost(tree.size, not tree.is_chain, tree.size)
         for m, rows in enumerate(new_rows(tree, self.proposed), 1):
             alive *= rates[m - 1]
             gain += alive * (1.0 - (reach[m - 1] if m <= len(reach) else 0.0))
             ms = policy.round_cost(tree.size + rows, rows > 0 or not tree.is_chain, tree.size)
-            if (rate := (1.0 + sum(reach) + gain) / ms) > best_rate:
+            if (rate := (head + gain) / ms) > best_rate:
                 best, best_rate = m, rate
         return best
 
     def judge(self, committed: list[int]) -> None:
         """What the round committed says of its proposal: how far it matched, as far as it was tested."""
         if self.proposed:
-            judged = min(len(self.proposed), len(committed))
-            matched = next((i for i, (a, b) in enumerate(zip(self.proposed, committed)) if a != b), judged)
             acceptance = self.acceptance[self.matched]
             acceptance.discount()
-            acceptance.observe(judged, matched)
+            acceptance.observe(min(len(self.proposed), len(committed)), common_prefix(self.proposed, committed))
         self.proposed = []

@@ -8,6 +8,11 @@ from .confidence import ConfidenceCheck
 from .slots import slot_counts
 
 
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """How many leading tokens a and b share (a draft against what was committed, a run against greedy)."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
 @dataclass
 class Round:
     """What one round committed. tokens[:accepted] were drafts; the rest is the target's own."""

@@ -32,7 +32,7 @@ class RaceSettings:
     baseline: bool = True
     thinking: bool = False  # the chat template's enable_thinking (Qwen3's <think>)
     tree: int | str = AUTO  # drafts per round a tree may hold; 0: chains; auto: the engine's rule (spec.loop.engine)
-    lookup_branch: bool = True  # the heads' rounds also verify prompt lookup's guess where it pays (spec.loop.lookup_branch)
+    lookup_branch: bool = True  # the heads' rounds also verify prompt lookup's guess (spec.loop.lookup_branch)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> "RaceSettings":
