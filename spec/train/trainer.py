@@ -33,7 +33,7 @@ from ..heads.init import head_config, init_from_target, new_head, trainable
 from ..heads.registry import load_dflash, load_dspark
 from ..heads.vocab import DraftVocab
 from ..presets import PRESETS, get_preset, resolve
-from ..prompts import build_sets
+from ..prompts import DOMAINS, build_sets
 from ..report import to_markdown
 from ..target import Target, load_target
 from .corpus import SOURCES, build_corpus
@@ -234,7 +234,12 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--kind", choices=["dflash", "dspark"])
     ap.add_argument("--out", type=Path, help="run folder: checkpoint/, head/, log (with --curve: where to write)")
     ap.add_argument("--data", type=Path, default=None, help="distillation cache (default: <out>/../data)")
-    ap.add_argument("--prompts-per-domain", type=int, default=400)
+    ap.add_argument("--prompts-per-domain", default="400", metavar="N or DOMAIN=[FROM:]TO,...",
+                    help="train prompts: the first N of every domain, or slices of some (chat=480:1440: "
+                         "more chat answers, built into a --data folder of their own)")
+    ap.add_argument("--more-data", type=Path, action="append", default=[], metavar="FOLDER",
+                    help="distillation data built before for the same target and taps (e.g. more answers of one "
+                         "domain), read along with --data; repeatable")
     ap.add_argument("--max-new-tokens", type=int, default=192)
     ap.add_argument("--gen-batch", type=int, default=32)
     ap.add_argument("--layers", type=int, default=2)
@@ -319,26 +324,64 @@ def train(a: argparse.Namespace) -> int:
                       eval_tokens=a.eval_tokens, seed=a.seed, soft=a.soft, init=shipped_or(a, a.init),
                       corpus_share=a.corpus_share, corpus_steps=a.corpus_steps,
                       weighting=a.weighting)  # bad settings fail here, before any work
+    prompts = train_prompts(a.prompts_per_domain)
     target = target_of(a)
     taps = [int(x) for x in a.taps.split(",")] if a.taps else default_taps(target.num_layers)
     config = head_config(target, a.kind, layers=a.layers, block_size=a.block_size, taps=taps,
                          mask_token_id=a.mask_token_id, markov_rank=a.markov_rank)
-    sets = build_sets(a.prompts_per_domain, seed=0)
-    train_prompts = [p for d in sorted(sets) for p in sets[d]["train"]]
+    more = [q for f in a.more_data for q in more_data(f, target, taps)]  # a bad folder fails before the data
     data_dir = a.data or a.out.parent / "data"
-    build_data(target, data_dir, train_prompts, taps, max_new_tokens=a.max_new_tokens, batch=a.gen_batch)
+    build_data(target, data_dir, prompts, taps, max_new_tokens=a.max_new_tokens, batch=a.gen_batch)
     if a.corpus:
         build_corpus(target, a.corpus, taps, tokens=corpus_tokens(a.corpus_tokens), window=a.window)
     if a.steps == 0:
         print(f"training data in {data_dir}" + (f" and {a.corpus}" if a.corpus else "") + " (--steps 0: no training)")
         return 0
     corpus = load_data(a.corpus) if a.corpus else []
-    folder = fit(target, load_data(data_dir), a.out, s, config, heldout_prompts(a.eval_prompts), a.until, corpus)
+    folder = fit(target, load_data(data_dir) + more, a.out, s, config, heldout_prompts(a.eval_prompts), a.until, corpus)
     print(f"head written to {folder}")
     if a.ship:
         head = (load_dflash if a.kind == "dflash" else load_dspark)(str(folder), target)
         print(f"shipped copy written to {export_head(head, config, a.ship, ship=True)}")
     return 0
+
+
+def train_prompts(text: str) -> list[dict]:
+    """--prompts-per-domain: '480' is the first 480 train prompts of every domain (the shipped heads' data);
+    'chat=480:1440' the chat ones from 480 to 1440 only. The same stream either way, so slices extend a set."""
+    text = str(text).strip()
+    try:
+        if text.isdigit():
+            slices = {d: (0, int(text)) for d in DOMAINS}
+        else:
+            slices = {}
+            for part in filter(None, (x.strip() for x in text.split(","))):
+                domain, _, span = part.partition("=")
+                start, _, stop = span.rpartition(":")
+                slices[domain.strip()] = (int(start or 0), int(stop))
+    except ValueError:
+        slices = {}
+    if not slices or any(d not in DOMAINS or not 0 <= a < b for d, (a, b) in slices.items()):
+        raise SpecError(f"--prompts-per-domain is N or domain=[from:]to,... over {', '.join(sorted(DOMAINS))} "
+                        f"(e.g. 480 or chat=480:1440), not {text!r}")
+    sets = build_sets(max(b for _, b in slices.values()), seed=0, domains=sorted(slices))
+    return [p for d in sorted(slices) for p in sets[d]["train"][slices[d][0]:slices[d][1]]]
+
+
+def more_data(folder: Path, target: Target, taps: Sequence[int]) -> list[Sequence_]:
+    """A --more-data folder's rows: finished data of this target at these taps (else rows would not mix)."""
+    meta_path = folder / "meta.json"
+    if not meta_path.exists():
+        raise SpecError(f"--more-data {folder} holds no distillation data (build it first: --data {folder} --steps 0)")
+    meta = json.loads(meta_path.read_text())
+    if meta.get("taps") != list(taps) or meta.get("target") != target.name:
+        raise SpecError(f"--more-data {folder} was made for another target or taps ({meta.get('target')}, taps "
+                        f"{meta.get('taps')}; this run: {target.name}, taps {list(taps)})")
+    rows = load_data(folder) if any(folder.glob("shard-*.safetensors")) else []
+    if len(rows) != meta.get("prompts"):
+        raise SpecError(f"--more-data {folder} is unfinished ({len(rows)} of {meta.get('prompts')} prompts): "
+                        f"finish it with the command that began it")
+    return rows
 
 
 def corpus_tokens(text: str) -> dict[str, int]:
