@@ -247,3 +247,22 @@ def test_more_data_is_read_only_when_it_is_finished_data_of_this_target_and_taps
     next(half.glob("shard-*.safetensors")).unlink()  # an interrupted build
     with pytest.raises(SpecError, match="unfinished"):
         train.more_data(half, t, [1, 3])
+
+
+def test_balanced_draws_see_each_domain_equally_however_many_answers_it_has():
+    from spec.train.shards import Sequence_
+
+    data = [Sequence_(np.array([i]), 0, d, np.zeros((1, 1))) for i, d in
+            enumerate(["chat"] * 30 + ["code"] * 10 + ["math"] * 10)]
+    seen = {True: {"chat": 0, "code": 0, "math": 0}, False: {"chat": 0, "code": 0, "math": 0}}
+    for balance in (True, False):
+        for step in range(3000):
+            rng = np.random.default_rng([0, step])
+            got = train.answers(rng, data, 2, balance)
+            assert len(got) == 2 and got[0] is not got[1]  # two distinct answers a step
+            for q in got:
+                seen[balance][q.domain] += 1
+    assert all(abs(n - 2000) < 150 for n in seen[True].values()), seen  # a third each (sd ~ 37)
+    assert abs(seen[False]["chat"] - 3600) < 150, seen  # uniform over answers: chat's 60%
+    rng, again = np.random.default_rng([0, 7]), np.random.default_rng([0, 7])
+    assert [q.ids[0] for q in train.answers(rng, data, 2)] == list(again.choice(len(data), size=2, replace=False))

@@ -63,6 +63,7 @@ class TrainSettings:
     init: str = "target"  # one of INITS, or a head folder to warm-start from
     corpus_share: float = 0.0  # of each step's sequences, the share drawn from the corpus (text windows)
     corpus_steps: int = 0  # the first steps read the corpus alone (pre-training), then the answers
+    balance: bool = False  # draw answers domain by domain in equal shares (more of one domain: variety, not weight)
     seed: int = 0
     ckpt_every: int = 200
     eval_every: int = 0
@@ -184,10 +185,24 @@ def draw(rng: Any, data: list[Sequence_], corpus: Sequence[Sequence_], s: TrainS
     """This step's sequences: answers, and as many text windows as the corpus share says (on average)."""
     share = s.corpus_at(step) if corpus else 0.0
     if share == 0:
-        return [data[int(i)] for i in rng.choice(len(data), size=s.seqs_per_step, replace=False)]
+        return answers(rng, data, s.seqs_per_step, s.balance)
     n = int(rng.binomial(s.seqs_per_step, share))
     return ([corpus[int(i)] for i in rng.choice(len(corpus), size=n, replace=False)]
-            + [data[int(i)] for i in rng.choice(len(data), size=s.seqs_per_step - n, replace=False)])
+            + answers(rng, data, s.seqs_per_step - n, s.balance))
+
+
+def answers(rng: Any, data: list[Sequence_], k: int, balance: bool = False) -> list[Sequence_]:
+    """k distinct answers, uniformly; balance: each from a domain drawn in equal shares, so a domain with
+    three times the answers (--more-data) is seen as often as before, its answers each less often."""
+    if not balance:
+        return [data[int(i)] for i in rng.choice(len(data), size=k, replace=False)]
+    groups: dict[str, list[int]] = {}
+    for i, q in enumerate(data):
+        groups.setdefault(q.domain, []).append(i)
+    names = sorted(groups)
+    counts = np.bincount(rng.choice(len(names), size=k), minlength=len(names))
+    return [data[groups[d][int(j)]] for d, c in zip(names, counts) if c
+            for j in rng.choice(len(groups[d]), size=min(int(c), len(groups[d])), replace=False)]
 
 
 def resume(ckpt: Path, head: Any, opt: Any, config: dict) -> tuple[int, list]:
@@ -237,6 +252,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--prompts-per-domain", default="400", metavar="N or DOMAIN=[FROM:]TO,...",
                     help="train prompts: the first N of every domain, or slices of some (chat=480:1440: "
                          "more chat answers, built into a --data folder of their own)")
+    ap.add_argument("--balance-domains", action="store_true",
+                    help="draw each step's answers domain by domain in equal shares (with --more-data of one domain: "
+                         "more variety in it, not more weight)")
     ap.add_argument("--more-data", type=Path, action="append", default=[], metavar="FOLDER",
                     help="distillation data built before for the same target and taps (e.g. more answers of one "
                          "domain), read along with --data; repeatable")
@@ -323,7 +341,7 @@ def train(a: argparse.Namespace) -> int:
                       anchors=a.anchors, ckpt_every=a.ckpt_every, eval_every=a.eval_every, eval_prompts=a.eval_prompts,
                       eval_tokens=a.eval_tokens, seed=a.seed, soft=a.soft, init=shipped_or(a, a.init),
                       corpus_share=a.corpus_share, corpus_steps=a.corpus_steps,
-                      weighting=a.weighting)  # bad settings fail here, before any work
+                      weighting=a.weighting, balance=a.balance_domains)  # bad settings fail here, before any work
     prompts = train_prompts(a.prompts_per_domain)
     target = target_of(a)
     taps = [int(x) for x in a.taps.split(",")] if a.taps else default_taps(target.num_layers)
