@@ -219,11 +219,11 @@ def test_accept_weighting_is_what_each_slot_adds_to_the_expected_accept_length()
 
 def test_prompt_slices_extend_the_same_train_stream_and_bad_ones_fail_before_any_work(tmp_path):
     sets = build_sets(12, seed=0)
-    first = train.train_prompts("12")
+    first = distill.train_prompts("12")
     assert first == [p for d in sorted(sets) for p in sets[d]["train"]]  # the shipped heads' data, as before
-    more = train.train_prompts("chat=12:20")
+    more = distill.train_prompts("chat=12:20")
     assert {p["domain"] for p in more} == {"chat"} and len(more) == 8
-    assert train.train_prompts("chat=20") == [p for p in first if p["domain"] == "chat"] + more
+    assert distill.train_prompts("chat=20") == [p for p in first if p["domain"] == "chat"] + more
     assert all(split_of(p["prompt"]) == "train" for p in more)
     for bad in ("chat=20:12", "poetry=5", "chat=a:b", "", "chat"):
         with pytest.raises(SpecError, match="--prompts-per-domain is N or domain="):
@@ -236,17 +236,17 @@ def test_more_data_is_read_only_when_it_is_finished_data_of_this_target_and_taps
     import shutil
 
     t, data, root = setup
-    rows = train.more_data(root / "data", t, [1, 3])
+    rows = distill.more_data(root / "data", t.name, [1, 3])
     assert len(rows) == len(data) and all((a.ids == b.ids).all() for a, b in zip(rows, data))
     with pytest.raises(SpecError, match="another target or taps"):
-        train.more_data(root / "data", t, [1, 2])
+        distill.more_data(root / "data", t.name, [1, 2])
     with pytest.raises(SpecError, match="holds no distillation data"):
-        train.more_data(tmp_path, t, [1, 3])
+        distill.more_data(tmp_path, t.name, [1, 3])
     half = tmp_path / "half"
     shutil.copytree(root / "data", half)
     next(half.glob("shard-*.safetensors")).unlink()  # an interrupted build
     with pytest.raises(SpecError, match="unfinished"):
-        train.more_data(half, t, [1, 3])
+        distill.more_data(half, t.name, [1, 3])
 
 
 def test_balanced_draws_see_each_domain_equally_however_many_answers_it_has():

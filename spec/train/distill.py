@@ -12,8 +12,9 @@ import mlx.core as mx
 import numpy as np
 
 from ..errors import SpecError
+from ..prompts import DOMAINS, build_sets
 from ..target import Target
-from .shards import Sequence_, check_meta, load_data, write_shard  # noqa: F401 (the data's API)
+from .shards import Sequence_, check_meta, load_data, more_data, write_shard  # noqa: F401 (the data's API)
 
 
 def _chunks(xs: list, n: int) -> Iterator[list]:
@@ -100,3 +101,25 @@ def build_data(target: Target, out: Path, prompts: list[dict], taps: Sequence[in
         write_shard(path, rows, [p["domain"] for p in shard])
     bar.close()
     return out
+
+
+def train_prompts(text: str) -> list[dict]:
+    """--prompts-per-domain: '480' is the first 480 train prompts of every domain (the shipped heads' data);
+    'chat=480:1440' the chat ones from 480 to 1440 only. The same stream either way, so slices extend a set."""
+    text = str(text).strip()
+    try:
+        if text.isdigit():
+            slices = {d: (0, int(text)) for d in DOMAINS}
+        else:
+            slices = {}
+            for part in filter(None, (x.strip() for x in text.split(","))):
+                domain, _, span = part.partition("=")
+                start, _, stop = span.rpartition(":")
+                slices[domain.strip()] = (int(start or 0), int(stop))
+    except ValueError:
+        slices = {}
+    if not slices or any(d not in DOMAINS or not 0 <= a < b for d, (a, b) in slices.items()):
+        raise SpecError(f"--prompts-per-domain is N or domain=[from:]to,... over {', '.join(sorted(DOMAINS))} "
+                        f"(e.g. 480 or chat=480:1440), not {text!r}")
+    sets = build_sets(max(b for _, b in slices.values()), seed=0, domains=sorted(slices))
+    return [p for d in sorted(slices) for p in sets[d]["train"][slices[d][0]:slices[d][1]]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import mlx.core as mx
 import numpy as np
@@ -73,3 +74,19 @@ def load_data(folder: Path) -> list[Sequence_]:
     if not seqs:
         raise SpecError(f"no training data in {folder}")
     return seqs
+
+
+def more_data(folder: Path, target: str, taps: Sequence[int]) -> list[Sequence_]:
+    """A --more-data folder's rows: finished data of this target at these taps (else rows would not mix)."""
+    meta_path = folder / "meta.json"
+    if not meta_path.exists():
+        raise SpecError(f"--more-data {folder} holds no distillation data (build it first: --data {folder} --steps 0)")
+    meta = json.loads(meta_path.read_text())
+    if meta.get("taps") != list(taps) or meta.get("target") != target:
+        raise SpecError(f"--more-data {folder} was made for another target or taps ({meta.get('target')}, taps "
+                        f"{meta.get('taps')}; this run: {target}, taps {list(taps)})")
+    rows = load_data(folder) if any(folder.glob("shard-*.safetensors")) else []
+    if len(rows) != meta.get("prompts"):
+        raise SpecError(f"--more-data {folder} is unfinished ({len(rows)} of {meta.get('prompts')} prompts): "
+                        f"finish it with the command that began it")
+    return rows

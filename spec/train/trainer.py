@@ -33,14 +33,14 @@ from ..heads.init import head_config, init_from_target, new_head, trainable
 from ..heads.registry import load_dflash, load_dspark
 from ..heads.vocab import DraftVocab
 from ..presets import PRESETS, get_preset, resolve
-from ..prompts import DOMAINS, build_sets
+from ..prompts import build_sets
 from ..report import to_markdown
 from ..target import Target, load_target
 from .corpus import SOURCES, build_corpus
 from .curve import accept_curve, compare, evaluate, write_curve
-from .distill import SOFT_K, build_data
+from .distill import SOFT_K, build_data, train_prompts
 from .loss import WEIGHTINGS, answer_vocab, block_loss, sample_anchors
-from .shards import Sequence_, load_data
+from .shards import Sequence_, load_data, more_data
 
 VOCAB_TENSORS = ("embed_tokens.weight", "lm_head.weight")  # DSpark's frozen copies of the target's
 WARM_KEYS = ("block_size", "num_hidden_layers", "target_layer_ids", "mask_token_id", "dflash_config", "markov_rank")
@@ -347,7 +347,7 @@ def train(a: argparse.Namespace) -> int:
     taps = [int(x) for x in a.taps.split(",")] if a.taps else default_taps(target.num_layers)
     config = head_config(target, a.kind, layers=a.layers, block_size=a.block_size, taps=taps,
                          mask_token_id=a.mask_token_id, markov_rank=a.markov_rank)
-    more = [q for f in a.more_data for q in more_data(f, target, taps)]  # a bad folder fails before the data
+    more = [q for f in a.more_data for q in more_data(f, target.name, taps)]  # a bad folder fails before the data
     data_dir = a.data or a.out.parent / "data"
     build_data(target, data_dir, prompts, taps, max_new_tokens=a.max_new_tokens, batch=a.gen_batch)
     if a.corpus:
@@ -362,44 +362,6 @@ def train(a: argparse.Namespace) -> int:
         head = (load_dflash if a.kind == "dflash" else load_dspark)(str(folder), target)
         print(f"shipped copy written to {export_head(head, config, a.ship, ship=True)}")
     return 0
-
-
-def train_prompts(text: str) -> list[dict]:
-    """--prompts-per-domain: '480' is the first 480 train prompts of every domain (the shipped heads' data);
-    'chat=480:1440' the chat ones from 480 to 1440 only. The same stream either way, so slices extend a set."""
-    text = str(text).strip()
-    try:
-        if text.isdigit():
-            slices = {d: (0, int(text)) for d in DOMAINS}
-        else:
-            slices = {}
-            for part in filter(None, (x.strip() for x in text.split(","))):
-                domain, _, span = part.partition("=")
-                start, _, stop = span.rpartition(":")
-                slices[domain.strip()] = (int(start or 0), int(stop))
-    except ValueError:
-        slices = {}
-    if not slices or any(d not in DOMAINS or not 0 <= a < b for d, (a, b) in slices.items()):
-        raise SpecError(f"--prompts-per-domain is N or domain=[from:]to,... over {', '.join(sorted(DOMAINS))} "
-                        f"(e.g. 480 or chat=480:1440), not {text!r}")
-    sets = build_sets(max(b for _, b in slices.values()), seed=0, domains=sorted(slices))
-    return [p for d in sorted(slices) for p in sets[d]["train"][slices[d][0]:slices[d][1]]]
-
-
-def more_data(folder: Path, target: Target, taps: Sequence[int]) -> list[Sequence_]:
-    """A --more-data folder's rows: finished data of this target at these taps (else rows would not mix)."""
-    meta_path = folder / "meta.json"
-    if not meta_path.exists():
-        raise SpecError(f"--more-data {folder} holds no distillation data (build it first: --data {folder} --steps 0)")
-    meta = json.loads(meta_path.read_text())
-    if meta.get("taps") != list(taps) or meta.get("target") != target.name:
-        raise SpecError(f"--more-data {folder} was made for another target or taps ({meta.get('target')}, taps "
-                        f"{meta.get('taps')}; this run: {target.name}, taps {list(taps)})")
-    rows = load_data(folder) if any(folder.glob("shard-*.safetensors")) else []
-    if len(rows) != meta.get("prompts"):
-        raise SpecError(f"--more-data {folder} is unfinished ({len(rows)} of {meta.get('prompts')} prompts): "
-                        f"finish it with the command that began it")
-    return rows
 
 
 def corpus_tokens(text: str) -> dict[str, int]:
