@@ -197,7 +197,9 @@ def round_badge(r: Any) -> str:
     if not r.is_tree:
         return f"drafting {r.drafted}"
     detours = [f"{ordinal(rank)} guess at depth {d + 1}" for d, (rank, _) in enumerate(r.levels) if rank > 1]
-    return f"tree of {r.drafted}: landed {r.accepted}" + (f" via the {', '.join(detours)}" if detours else "")
+    copied = r.copied  # rows the lookup branch added: a fixed tree of 8 stays "tree of 8"
+    size = f"tree of {r.drafted - copied}" + (f" + {copied} copied" if copied else "")
+    return f"{size}: landed {r.accepted}" + (f" via the {', '.join(detours)}" if detours else "")
 
 
 def tree_svg(r: Any, name: str, which: str = "the last round's tree") -> str:

@@ -84,6 +84,10 @@ def test_heads_with_a_lookup_branch_are_identical_to_greedy(trio, kind, max_draf
     grafted = gen.branch.grafted
     if max_draft != "auto":  # a fixed length grafts every proposal, and the text repeats: some were verified
         assert sum(grafted) > 0 and any(r.drafted > (tree or max_draft) for r in rounds)
+        # each round says which of its rows the lookup added: the head's own stay what was set (the page's badge)
+        drafting = [r for r in rounds if r.drafted]
+        assert all(r.drafted - r.copied <= (tree or max_draft) for r in drafting), [(r.drafted, r.copied) for r in drafting]
+        assert sum(r.copied for r in drafting) == sum(grafted) and any(r.copied for r in drafting)
 
 
 def test_auto_grafts_what_lands_and_stops_grafting_what_does_not():

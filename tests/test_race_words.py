@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT))
 
 from test_outcome import race, result  # noqa: E402
 
-from demo.lanes import Lane, span_html  # noqa: E402
+from demo.lanes import Lane, round_badge, span_html  # noqa: E402
 from demo.status import status_html  # noqa: E402
 from demo.view import STOPPED_TABLE_LABEL, TABLE_LABEL, View  # noqa: E402
 from spec.race.outcome import Outcome  # noqa: E402
@@ -97,3 +97,13 @@ def test_a_missed_guess_shows_its_newlines():
     tip = re.search(r'data-missed="([^"]*)"', span_html("own", "\n\n1.", "Sure\nthing\tx")).group(1)
     assert tip == "drafted “Sure⏎thing→x”, the target wrote “⏎⏎1.”" and "\n" not in tip
     assert span_html("own", "\n", "").startswith('<span class="tok-own">\n')  # the text itself keeps its lines
+
+
+def test_a_trees_badge_counts_the_heads_rows_and_the_copied_ones_apart():
+    """A fixed tree of 8 with a lookup row grafted reads "tree of 8 + 1 copied", never "tree of 9" (it failed
+    once so in the browser test under load: the card contradicted the setting)."""
+    from spec.loop.results import Round
+
+    tree = dict(levels=((1, 2), (0, 1)), parents=(0, 0, 1) + tuple(range(3, 9)), path=(0, 1))
+    assert round_badge(Round("dspark", 3, [5, 6], 1, 9, "", 0.1, copied=1, **tree)) == "tree of 8 + 1 copied: landed 1"
+    assert round_badge(Round("dspark", 3, [5, 6], 1, 8, "", 0.1, **tree)) == "tree of 8: landed 1"

@@ -72,6 +72,7 @@ class Generation:
         self.trees: list[bool] = []
         self.levels: list[tuple] = []  # per round: what each depth of its committed path says (spec.loop.slots)
         self.estimates: mx.array | None = None  # this round's DSpark confidence of each slot drafted (lazy)
+        self.copied = 0  # this round's rows from the lookup branch
         self.estimates_per_round: list[tuple] = []  # per round: those estimates (spec.loop.confidence)
         self.forwards = 0
         self.prefill_seconds = self.decode_seconds = self.draft_seconds = 0.0
@@ -129,6 +130,7 @@ class Generation:
         if self.branch is not None:
             size = tree.size
             tree = self.branch.extend(tree, k if self.policy is None else self._room() - 1, self.policy)
+            self.copied = tree.size - size
             if tree.size != size:  # rows of the lookup's own: a tree round, whose slots DSpark's estimates do not score
                 self.estimates = None
         if eng.profile:
@@ -202,7 +204,7 @@ class Generation:
             self.carry = time.perf_counter() - first
             tic += self.carry
         else:
-            self.estimates = None
+            self.estimates, self.copied = None, 0
             tree = self._draft(k, k_draft, tic)
             drafts = tree.tokens if isinstance(tree.tokens, mx.array) else mx.array(tree.tokens, dtype=mx.uint32)
             ids = mx.concatenate([mx.array([self.ids[-1]], dtype=drafts.dtype), drafts])
@@ -228,7 +230,7 @@ class Generation:
         if self.ids:
             seconds, self.carry = seconds + self.carry, 0.0
         self.in_flight = self.queued is not None
-        return self._commit(tokens, accepted, drafted, seconds, *shape)
+        return self._commit(tokens, accepted, drafted, seconds, *shape, copied=self.copied if drafted else 0)
 
     def _plain_step(self) -> Round:
         """Plain decoding, pipelined as mlx-lm does it: when the next round is plain too, its step is
@@ -297,7 +299,7 @@ class Generation:
 
     def _commit(self, tokens: list[int], accepted: int, drafted: int, seconds: float, levels: tuple = (),
                 parents: tuple[int, ...] = (), path: tuple[int, ...] = (), guess: tuple[int, ...] = (),
-                estimates: tuple[float, ...] = ()) -> Round:
+                estimates: tuple[float, ...] = (), copied: int = 0) -> Round:
         """Book one target forward's tokens (cut at eos) and its time; emit the Round (with the text of
         the head's `guess` where its draft was rejected: decoded here, after the round's time is taken)."""
         t = self.engine.target
@@ -329,7 +331,7 @@ class Generation:
         pieces = self._detokenize(tokens, accepted)
         return Round(self.engine.name, index, tokens, min(accepted, len(tokens)), drafted,
                      "".join(text for _, text in pieces), seconds, self.done, pieces, levels, parents, path,
-                     t.decode(guess) if guess else "", estimates)
+                     t.decode(guess) if guess else "", estimates, copied)
 
     def _detokenize(self, tokens: list[int], accepted: int) -> tuple[tuple[str, str], ...]:
         """Feed the round's tokens (eos left out) to the streaming detokenizer: the text of the

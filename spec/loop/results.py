@@ -31,6 +31,7 @@ class Round:
     path: tuple[int, ...] = ()  # the rows it committed, from the anchor (0)
     missed: str = ""  # where a draft was rejected: the text the head had drafted from there (its likeliest guess)
     estimates: tuple[float, ...] = ()  # DSpark: its confidence head's estimate for every slot drafted (cut ones too)
+    copied: int = 0  # of the drafts, rows prompt lookup's branch added to the head's own (spec.loop.lookup_branch)
 
     @property
     def is_tree(self) -> bool:
