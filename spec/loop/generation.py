@@ -72,7 +72,7 @@ class Generation:
         self.trees: list[bool] = []
         self.levels: list[tuple] = []  # per round: what each depth of its committed path says (spec.loop.slots)
         self.estimates: mx.array | None = None  # this round's DSpark confidence of each slot drafted (lazy)
-        self.copied = 0  # this round's rows from the lookup branch
+        self.copied = 0  # the latest draft's rows from the lookup branch (set with the branch's every draft)
         self.estimates_per_round: list[tuple] = []  # per round: those estimates (spec.loop.confidence)
         self.forwards = 0
         self.prefill_seconds = self.decode_seconds = self.draft_seconds = 0.0
@@ -204,7 +204,7 @@ class Generation:
             self.carry = time.perf_counter() - first
             tic += self.carry
         else:
-            self.estimates, self.copied = None, 0
+            self.estimates = None
             tree = self._draft(k, k_draft, tic)
             drafts = tree.tokens if isinstance(tree.tokens, mx.array) else mx.array(tree.tokens, dtype=mx.uint32)
             ids = mx.concatenate([mx.array([self.ids[-1]], dtype=drafts.dtype), drafts])
@@ -230,7 +230,7 @@ class Generation:
         if self.ids:
             seconds, self.carry = seconds + self.carry, 0.0
         self.in_flight = self.queued is not None
-        return self._commit(tokens, accepted, drafted, seconds, *shape, copied=self.copied if drafted else 0)
+        return self._commit(tokens, accepted, drafted, seconds, *shape, copied=self.copied)
 
     def _plain_step(self) -> Round:
         """Plain decoding, pipelined as mlx-lm does it: when the next round is plain too, its step is
