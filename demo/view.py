@@ -25,6 +25,8 @@ from spec.report import results_table, shown
 PLOT_ROUNDS = 32  # the per-round chart's x axis grows by this many rounds
 CLOCK = "engine s"  # the chart's other x axis: each round's end on its lane's clock (engine seconds)
 DRAFTS = " drafts"  # the chart's series of a drafter's chosen draft lengths: "DSpark drafts"
+PLOT_EVERY = 1.0  # race-wall seconds between chart redraws while racing: every 0.12 s (the lanes' pace) the
+# browser's redraws fell 15 s behind a 10 s race on two cores and took CPU from the engines it measured
 
 
 @dataclass
@@ -48,6 +50,7 @@ class View:
     stopping: bool = False  # Stop pressed, the race not ended yet
     rounds: dict[str, list[dict]] = field(default_factory=dict)  # engine -> its rounds, for the download
     plot_span: tuple = ()  # the chart's x and y ranges as last sent
+    plot_sent: float | None = None  # the wall clock when the chart was last sent
     threshold: float = 0.0  # DSpark's confidence cut the race runs with (its confidence picture marks it)
     source: str = ""  # a race opened from a file: where and when it was raced
     speed: float = 1.0  # a replay's speed (1 = as the engines ran)
@@ -196,10 +199,12 @@ class View:
         an x axis of whole multiples of PLOT_ROUNDS rounds, so its ticks fall on whole rounds: a span of
         31+ over at most 35 ticks (a chart narrower than 1400 px) gives a tick step of 1 or more, where
         a span of 4 had ticks at halves, printed "1, 2, 2, 3, 3". Sent again only when it grows (each
-        new x_lim redraws the chart)."""
+        new x_lim redraws the chart). While racing, at most once every PLOT_EVERY seconds."""
         plot = self.plot()
-        if plot is None:
+        if plot is None or (self.state == "racing" and self.plot_sent is not None
+                            and self.wall - self.plot_sent < PLOT_EVERY):
             return gr.skip()
+        self.plot_sent = self.wall
         if self.plot_x == CLOCK:  # engine seconds: the lanes compare at the same moment of their compute
             if self.plot_span == (CLOCK,):
                 return plot

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -133,6 +134,29 @@ def test_the_status_line_the_cards_and_the_table_tell_one_story():
     cards = {n: meters_html(n, view.lanes[n], view.speedup(n)) for n in view.lanes}
     assert ">1st<" in cards["dflash"] and ">=2nd<" in cards["dspark"] and ">=2nd<" in cards["greedy"]
     assert "×1.31" in cards["dflash"] and "×1.00" in cards["dspark"]
+
+
+def test_the_chart_redraws_at_most_once_a_second_while_racing_and_at_once_at_the_end():
+    """Redrawn at the lanes' pace (every 0.12 s), the chart put the page 15 s behind a 10 s race on two
+    cores and slowed the engines it was measuring; the lanes' texts and cards keep that pace."""
+    import gradio as gr
+
+    from demo.view import PLOT_EVERY
+
+    def drawn(update) -> bool:
+        return not (isinstance(update, dict) and update == gr.skip())
+
+    view = View({n: Lane(n) for n in ("dspark", "greedy")}, state="racing")
+    sent = []
+    for i in range(30):  # a round every 0.1 s of race wall
+        view.wall = 0.1 * i
+        view.lanes["dspark"].meter = SimpleNamespace(accept_lengths=[2] * (i + 1), drafted=[3] * (i + 1))
+        if drawn(view.plot_update()):
+            sent.append(view.wall)
+    assert sent[0] == 0.0  # the first frame at once: it fixes the lanes' colours for the race
+    assert len(sent) == 3 and all(b - a >= PLOT_EVERY for a, b in zip(sent, sent[1:])), sent
+    view.state = "finished"
+    assert drawn(view.plot_update())  # the finished chart holds every round
 
 
 # -- in the browser --------------------------------------------------------------------------------
