@@ -35,8 +35,6 @@ def pytest_collection_modifyitems(config, items):
         where = item.path.relative_to(here).as_posix() if item.path.is_relative_to(here) else ""
         if where.startswith(SLOW_FILES) or any(item.get_closest_marker(m) for m in SLOW_MARKERS):
             item.add_marker(pytest.mark.slow)
-        if {"pocket_app", "pocket_home"} & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("pocket"))  # one worker: one first start to prepare
 
 
 @pytest.fixture(scope="session")
