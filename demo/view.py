@@ -26,7 +26,7 @@ PLOT_ROUNDS = 32  # the per-round chart's x axis grows by this many rounds
 CLOCK = "engine s"  # the chart's other x axis: each round's end on its lane's clock (engine seconds)
 DRAFTS = " drafts"  # the chart's series of a drafter's chosen draft lengths: "DSpark drafts"
 PLOT_EVERY = 1.0  # race-wall seconds between chart redraws while racing: every 0.12 s (the lanes' pace) the
-# browser's redraws fell 15 s behind a 10 s race on two cores and took CPU from the engines it measured
+# browser's redraws put the page 8-11 s behind a 10-15 s race on two cores and took CPU from the engines
 
 
 @dataclass
@@ -50,7 +50,7 @@ class View:
     stopping: bool = False  # Stop pressed, the race not ended yet
     rounds: dict[str, list[dict]] = field(default_factory=dict)  # engine -> its rounds, for the download
     plot_span: tuple = ()  # the chart's x and y ranges as last sent
-    plot_sent: float | None = None  # the wall clock when the chart was last sent
+    plot_sent: float | None = None  # the race's wall clock (self.wall) when the chart was last sent
     threshold: float = 0.0  # DSpark's confidence cut the race runs with (its confidence picture marks it)
     source: str = ""  # a race opened from a file: where and when it was raced
     speed: float = 1.0  # a replay's speed (1 = as the engines ran)

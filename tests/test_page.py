@@ -137,7 +137,7 @@ def test_the_status_line_the_cards_and_the_table_tell_one_story():
 
 
 def test_the_chart_redraws_at_most_once_a_second_while_racing_and_at_once_at_the_end():
-    """Redrawn at the lanes' pace (every 0.12 s), the chart put the page 15 s behind a 10 s race on two
+    """Redrawn at the lanes' pace (every 0.12 s), the chart put the page 8-11 s behind a 10-15 s race on two
     cores and slowed the engines it was measuring; the lanes' texts and cards keep that pace."""
     import gradio as gr
 
